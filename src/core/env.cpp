@@ -1,0 +1,19 @@
+#include "core/env.h"
+
+#include <cstdlib>
+
+namespace saker {
+
+const DebugEnv& debug_env() {
+  static const DebugEnv env = [] {
+    DebugEnv e;
+    e.log_level = std::getenv("SAKER_LOG_LEVEL");
+    e.trace = std::getenv("SAKER_TRACE");
+    e.trace_dir = std::getenv("SAKER_TRACE_DIR");
+    if (const char* n = std::getenv("SAKER_NUM_THREADS")) e.num_threads = std::atoi(n);
+    return e;
+  }();
+  return env;
+}
+
+}  // namespace saker

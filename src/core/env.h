@@ -1,0 +1,20 @@
+#pragma once
+// Every environment variable saker reads, in one place. They are debug switches only; the interface
+// is command-line flags.
+//   SAKER_LOG_LEVEL   trace|debug|info|warn|error|off: overrides the log level
+//   SAKER_TRACE       comma-separated tensor names (or "all") for the trace hook to dump
+//   SAKER_TRACE_DIR   folder the trace hook writes tensors to (default: print summaries to stderr)
+//   SAKER_NUM_THREADS default size of the global thread pool
+
+namespace saker {
+
+struct DebugEnv {
+  const char* log_level = nullptr;
+  const char* trace = nullptr;
+  const char* trace_dir = nullptr;
+  int num_threads = 0;  // 0: hardware concurrency
+};
+
+const DebugEnv& debug_env();
+
+}  // namespace saker

@@ -1,0 +1,45 @@
+#pragma once
+// A fixed pool of worker threads for data-parallel loops (the CPU backend's matmuls and codecs).
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace saker {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads = 0);  // 0: hardware concurrency
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }  // the caller works too
+
+  // Runs fn(begin, end) over [0, n) split into contiguous chunks of at least min_chunk; returns when all
+  // chunks are done. Calls from inside a task run serially (no nested parallelism, no deadlock).
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t min_chunk = 1);
+
+  static ThreadPool& global();  // sized by SAKER_NUM_THREADS or the hardware
+
+ private:
+  void worker_loop();
+  bool run_one_chunk();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t job_n_ = 0;
+  int64_t job_chunk_ = 0;
+  int64_t next_begin_ = 0;
+  int64_t chunks_left_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::mutex run_mutex_;  // one parallel_for at a time
+};
+
+}  // namespace saker

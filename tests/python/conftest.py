@@ -1,0 +1,38 @@
+"""Shared fixtures: the saker binary, the outside-oracle data folder, a runner for CLI commands."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def saker_bin() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("SAKER_BIN", ROOT / "build" / "bin" / "saker"))
+
+
+@pytest.fixture(scope="session")
+def saker():
+    path = saker_bin()
+    if not path.exists():
+        pytest.fail(f"saker binary not found at {path}: build first (make build) or set SAKER_BIN")
+
+    def run(*args, stdin: bytes | str | None = None, check: bool = True, timeout: float = 120):
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        proc = subprocess.run([str(path), *map(str, args)], input=data, capture_output=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"saker {' '.join(map(str, args))} exited {proc.returncode}\nstderr:\n{proc.stderr.decode(errors='replace')}")
+        return proc
+
+    return run
+
+
+def shared_data(sub: str) -> pathlib.Path:
+    """../shared/data/<sub>, or skip (saying so) where it is absent, as on a user's machine."""
+    p = SHARED_DATA / sub
+    if not p.is_dir():
+        pytest.skip(f"../shared/data/{sub} is absent: outside-oracle test skipped")
+    return p
