@@ -1,0 +1,151 @@
+// `saker run -m MODEL -p PROMPT`: generate text on the CPU, streaming it, then report tokens/s.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/model_loading.h"
+#include "engine/generator.h"
+
+namespace saker::cli {
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::string prompt;
+  std::string prompt_ids;
+  int32_t n_predict = 128;
+  int64_t n_ctx = 0;
+  float temperature = 0.8f;
+  int32_t top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  int64_t seed = -1;
+  float repeat_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int32_t repeat_last_n = 64;
+  std::vector<std::string> stop;
+  bool print_ids = false;
+  bool ignore_eos = false;
+  bool no_special = false;
+  bool ref_ops = false;
+};
+
+Result<std::vector<int32_t>> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::istringstream in(s);
+  std::string tok;
+  while (in >> tok) {
+    try {
+      size_t used = 0;
+      const long v = std::stol(tok, &used);
+      if (used != tok.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(tok);
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      return make_error(StatusCode::kInvalidArgument, "--prompt-ids: '{}' is not a token id", tok);
+    }
+  }
+  return ids;
+}
+
+int run(const RunArgs& a) {
+  if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of -p/--prompt and --prompt-ids");
+  OpsOptions ops;
+  ops.fast_matmul = !a.ref_ops;
+  auto loaded = load_model(a.model, ops);
+  if (!loaded.ok()) return fail(loaded.status().to_string());
+  LoadedModel& lm = *loaded;
+
+  std::vector<int32_t> prompt;
+  if (!a.prompt_ids.empty()) {
+    auto ids = parse_ids(a.prompt_ids);
+    if (!ids.ok()) return fail(ids.status().to_string());
+    prompt = *ids;
+  } else {
+    if (!lm.tokenizer) return fail(fmt::format("{}: no tokenizer found; pass --prompt-ids", a.model));
+    prompt = lm.tokenizer->encode(a.prompt, !a.no_special, true);
+  }
+  const ModelHParams& h = lm.model->hparams();
+  const int64_t n_ctx = a.n_ctx > 0 ? a.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
+  auto gen = Generator::create(*lm.model, lm.tokenizer.get(), n_ctx);
+  if (!gen.ok()) return fail(gen.status().to_string());
+
+  GenerateOptions opt;
+  opt.max_tokens = a.n_predict;
+  opt.stop = a.stop;
+  opt.ignore_eos = a.ignore_eos;
+  opt.sampling.temperature = a.temperature;
+  opt.sampling.top_k = a.top_k;
+  opt.sampling.top_p = a.top_p;
+  opt.sampling.min_p = a.min_p;
+  opt.sampling.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
+  opt.sampling.repetition_penalty = a.repeat_penalty;
+  opt.sampling.presence_penalty = a.presence_penalty;
+  opt.sampling.frequency_penalty = a.frequency_penalty;
+  opt.sampling.penalty_last_n = a.repeat_last_n;
+
+  if (!a.prompt.empty()) {
+    fmt::print("{}", a.prompt);
+    std::fflush(stdout);
+  }
+  auto result = (*gen)->generate(prompt, opt, [](std::string_view s) {
+    fmt::print("{}", s);
+    std::fflush(stdout);
+    return true;
+  });
+  if (!result.ok()) {
+    fmt::print("\n");
+    return fail(result.status().to_string());
+  }
+  const GenerateResult& r = *result;
+  fmt::print("\n");
+  if (a.print_ids) {
+    std::string ids;
+    for (int32_t id : r.tokens) ids += fmt::format("{}{}", ids.empty() ? "" : " ", id);
+    fmt::print("ids: {}\n", ids);
+  }
+  const double n_gen_steps = r.tokens.empty() ? 0 : static_cast<double>(r.tokens.size()) - 1;
+  fmt::print(stderr, "\nprompt: {} tokens in {:.1f} ms ({:.1f} tok/s) | generation: {} tokens in {:.1f} ms ({:.1f} tok/s) | "
+             "finish: {}\n", r.n_prompt, r.prompt_ms, r.n_prompt * 1000.0 / std::max(r.prompt_ms, 1e-9),
+             r.tokens.size(), r.generate_ms, n_gen_steps * 1000.0 / std::max(r.generate_ms, 1e-9),
+             finish_reason_name(r.finish));
+  return 0;
+}
+
+}  // namespace
+
+Command make_run_command() {
+  auto a = std::make_shared<RunArgs>();
+  auto sub = std::make_shared<CLI::App*>(nullptr);
+  return {
+      [a, sub](CLI::App& app) {
+        CLI::App* s = app.add_subcommand("run", "Generate text from a prompt (CPU backend)");
+        *sub = s;
+        s->add_option("-m,--model", a->model, "Model: a .gguf file or a Hugging Face folder")->required();
+        s->add_option("-p,--prompt", a->prompt, "Prompt text");
+        s->add_option("--prompt-ids", a->prompt_ids, "Prompt as space-separated token ids");
+        s->add_option("-n,--n-predict", a->n_predict, "Tokens to generate")->capture_default_str();
+        s->add_option("-c,--ctx", a->n_ctx, "Context size in tokens (default: the model's, at most 4096)");
+        s->add_option("--temp", a->temperature, "Temperature (0: greedy)")->capture_default_str();
+        s->add_option("--top-k", a->top_k, "Top-k (0: off)")->capture_default_str();
+        s->add_option("--top-p", a->top_p, "Top-p (1: off)")->capture_default_str();
+        s->add_option("--min-p", a->min_p, "Min-p (0: off)")->capture_default_str();
+        s->add_option("--seed", a->seed, "Sampling seed (default: random)");
+        s->add_option("--repeat-penalty", a->repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
+        s->add_option("--presence-penalty", a->presence_penalty, "Presence penalty")->capture_default_str();
+        s->add_option("--frequency-penalty", a->frequency_penalty, "Frequency penalty")->capture_default_str();
+        s->add_option("--repeat-last-n", a->repeat_last_n, "Penalty window (-1: all)")->capture_default_str();
+        s->add_option("--stop", a->stop, "Stop string (repeatable)");
+        s->add_flag("--print-ids", a->print_ids, "End with a line 'ids: ...' of the generated token ids");
+        s->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-generation tokens");
+        s->add_flag("--no-special", a->no_special, "Do not add BOS/EOS to the prompt");
+        s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
+      },
+      [sub] { return *sub && (*sub)->parsed(); },
+      [a] { return run(*a); },
+  };
+}
+
+}  // namespace saker::cli

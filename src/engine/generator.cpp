@@ -1,0 +1,163 @@
+#include "engine/generator.h"
+
+#include "engine/stop_matcher.h"
+#include "text/detokenizer.h"
+
+namespace saker {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kEos: return "eos";
+  }
+  return "?";
+}
+
+Generator::Generator(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx, KvCache kv)
+    : model_(model),
+      tokenizer_(tokenizer),
+      n_ctx_(n_ctx),
+      kv_(std::move(kv)),
+      allocator_(static_cast<int32_t>(kv_.config().n_blocks)) {}
+
+Result<std::unique_ptr<Generator>> Generator::create(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx,
+                                                     DType kv_dtype) {
+  const ModelHParams& h = model.hparams();
+  if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "context size must be positive (got {})", n_ctx);
+  KvCacheConfig c;
+  c.n_layer = h.n_layer;
+  c.n_head_kv = h.n_head_kv;
+  c.head_dim = h.head_dim;
+  c.block_size = 16;
+  c.n_blocks = (n_ctx + c.block_size - 1) / c.block_size;
+  c.dtype = kv_dtype;
+  SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(c));
+  std::unique_ptr<Generator> g(new Generator(model, tokenizer, n_ctx, std::move(kv)));
+  // One sequence owns the whole cache: its block table is every block, in allocation order.
+  SAKER_RETURN_IF_ERROR(g->allocator_.allocate(static_cast<int32_t>(c.n_blocks), &g->block_table_));
+  return g;
+}
+
+Status Generator::step(std::span<const int32_t> tokens, int64_t begin, int64_t end, std::span<const int32_t> outputs,
+                       float* logits) {
+  const int64_t n = end - begin;
+  std::vector<int32_t> seq(n, 0), slot(n);
+  for (int64_t i = 0; i < n; ++i) slot[i] = static_cast<int32_t>(begin + i);
+  AttentionSequence s;
+  s.block_table = block_table_;
+  s.n_ctx = static_cast<int32_t>(end);
+  s.mask = AttentionMask::kCausal;
+  ForwardBatch batch;
+  batch.tokens = tokens.subspan(begin, n);
+  batch.attn.sequences = std::span<const AttentionSequence>(&s, 1);
+  batch.attn.token_seq = seq;
+  batch.attn.token_slot = slot;
+  batch.attn.token_pos = slot;  // a chain: position == slot
+  batch.output_rows = outputs;
+  SAKER_RETURN_IF_ERROR(batch.attn.validate(kv_.config().n_blocks, kv_.config().block_size));
+  return model_.forward(batch, kv_.layers(), logits);
+}
+
+Result<std::vector<float>> Generator::prompt_logits(std::span<const int32_t> tokens) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n > n_ctx_) {
+    return make_error(StatusCode::kOutOfRange, "{} tokens exceed the context size {}", n, n_ctx_);
+  }
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  std::vector<float> logits(n * n_vocab);
+  std::vector<int32_t> outputs(n);
+  for (int64_t i = 0; i < n; ++i) outputs[i] = static_cast<int32_t>(i);
+  SAKER_RETURN_IF_ERROR(step(tokens, 0, n, outputs, logits.data()));
+  return logits;
+}
+
+Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& opt,
+                                           const std::function<bool(std::string_view)>& on_text) {
+  const ModelHParams& h = model_.hparams();
+  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  if (n_prompt == 0) return make_error(StatusCode::kInvalidArgument, "the prompt is empty");
+  if (n_prompt >= n_ctx_) {
+    return make_error(StatusCode::kOutOfRange,
+                      "the prompt has {} tokens but the context holds {} (prompt + at least one new token); "
+                      "raise the context size or shorten the prompt",
+                      n_prompt, n_ctx_);
+  }
+  for (int64_t i = 0; i < n_prompt; ++i) {
+    if (prompt[i] < 0 || prompt[i] >= h.n_vocab) {
+      return make_error(StatusCode::kInvalidArgument, "prompt token {} at index {} is outside the vocabulary (0..{})",
+                        prompt[i], i, h.n_vocab - 1);
+    }
+  }
+  SAKER_RETURN_IF_ERROR(opt.sampling.validate());
+  if (opt.max_tokens < 0) return make_error(StatusCode::kInvalidArgument, "max tokens must be >= 0");
+
+  GenerateResult r;
+  r.n_prompt = n_prompt;
+  std::vector<int32_t> all(prompt.begin(), prompt.end());  // prompt + generated, for penalties
+  std::vector<float> logits(h.n_vocab);
+  const int32_t last_row = 0;
+
+  const auto t0 = Clock::now();
+  const int64_t chunk = std::max<int32_t>(1, opt.prefill_chunk);
+  for (int64_t begin = 0; begin < n_prompt; begin += chunk) {
+    const int64_t end = std::min(n_prompt, begin + chunk);
+    const int32_t out_row = static_cast<int32_t>(end - begin - 1);
+    const bool last = end == n_prompt;
+    SAKER_RETURN_IF_ERROR(step(prompt, begin, end, last ? std::span<const int32_t>(&out_row, 1)
+                                                        : std::span<const int32_t>(), logits.data()));
+  }
+  r.prompt_ms = ms_since(t0);
+  const auto t1 = Clock::now();
+
+  Sampler sampler(opt.sampling);
+  StopMatcher stops(opt.stop);
+  std::optional<text::IncrementalDetokenizer> detok;
+  if (tokenizer_) {
+    text::DecodeOptions d;
+    d.skip_special = true;
+    d.strip_leading_space = false;  // a continuation of the prompt
+    detok.emplace(*tokenizer_, d);
+  }
+  auto emit = [&](const std::string& s) {
+    if (s.empty()) return true;
+    r.text += s;
+    return on_text ? on_text(s) : true;
+  };
+
+  bool keep_going = opt.max_tokens > 0;
+  while (keep_going) {
+    const int32_t id = sampler.sample(logits, all);
+    if (tokenizer_ && !opt.ignore_eos && tokenizer_->is_end_of_generation(id)) {
+      r.finish = FinishReason::kEos;
+      break;
+    }
+    r.tokens.push_back(id);
+    all.push_back(id);
+    if (detok) {
+      const std::string released = stops.push(detok->push(id));
+      if (!emit(released) || stops.stopped()) {
+        r.finish = FinishReason::kStop;
+        break;
+      }
+    }
+    if (static_cast<int32_t>(r.tokens.size()) >= opt.max_tokens || static_cast<int64_t>(all.size()) >= n_ctx_) {
+      r.finish = FinishReason::kLength;
+      break;
+    }
+    const int64_t pos = static_cast<int64_t>(all.size()) - 1;
+    SAKER_RETURN_IF_ERROR(step(all, pos, pos + 1, std::span<const int32_t>(&last_row, 1), logits.data()));
+  }
+  if (detok && r.finish != FinishReason::kStop) emit(stops.push(detok->flush()) + stops.flush());
+  r.generate_ms = ms_since(t1);
+  return r;
+}
+
+}  // namespace saker

@@ -1,0 +1,34 @@
+#pragma once
+// KvCache: host storage for every layer's paged K and V, [n_blocks, block_size, n_head_kv, head_dim] each.
+#include <cstdint>
+#include <vector>
+
+#include "core/buffer.h"
+#include "models/model.h"
+
+namespace saker {
+
+struct KvCacheConfig {
+  int64_t n_layer = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  int64_t block_size = 16;  // tokens per block
+  int64_t n_blocks = 0;
+  DType dtype = DType::kF32;  // f32, f16 or bf16
+};
+
+class KvCache {
+ public:
+  static Result<KvCache> create(const KvCacheConfig& config);
+
+  const KvCacheConfig& config() const { return config_; }
+  std::span<const LayerKv> layers() const { return layers_; }
+  uint64_t size_bytes() const;
+
+ private:
+  KvCacheConfig config_;
+  std::vector<HostBuffer> buffers_;  // k0, v0, k1, v1, ...
+  std::vector<LayerKv> layers_;
+};
+
+}  // namespace saker

@@ -1,0 +1,132 @@
+#include "models/hparams.h"
+
+#include <fmt/format.h>
+
+namespace saker {
+
+namespace {
+
+struct ArchInfo {
+  const char* gguf;
+  const char* hf;
+  ref::RopeStyle gguf_rope;
+};
+// The RoPE style is that of the GGUF layout: llama.cpp permutes llama's Q/K rows when converting so that
+// the interleaved rotation applies; HF folders always use rotate-half (NeoX) on unpermuted weights.
+constexpr ArchInfo kArchs[] = {
+    {"qwen3", "Qwen3ForCausalLM", ref::RopeStyle::kNeox},
+};
+
+const ArchInfo* find_gguf(const std::string& a) {
+  for (const auto& i : kArchs) {
+    if (a == i.gguf) return &i;
+  }
+  return nullptr;
+}
+
+std::string supported_list() {
+  std::string s;
+  for (const auto& i : kArchs) s += fmt::format("{}{} ({})", s.empty() ? "" : ", ", i.gguf, i.hf);
+  return s;
+}
+
+}  // namespace
+
+bool is_supported_architecture(const std::string& gguf_arch) { return find_gguf(gguf_arch) != nullptr; }
+
+Status ModelHParams::validate() const {
+  auto positive = [](int64_t v, const char* name) -> Status {
+    if (v <= 0) return make_error(StatusCode::kCorruptFile, "hyper-parameter {} must be positive (got {})", name, v);
+    return {};
+  };
+  SAKER_RETURN_IF_ERROR(positive(n_vocab, "vocab size"));
+  SAKER_RETURN_IF_ERROR(positive(n_embd, "embedding_length / hidden_size"));
+  SAKER_RETURN_IF_ERROR(positive(n_layer, "block_count / num_hidden_layers"));
+  SAKER_RETURN_IF_ERROR(positive(n_head, "attention.head_count / num_attention_heads"));
+  SAKER_RETURN_IF_ERROR(positive(n_head_kv, "attention.head_count_kv / num_key_value_heads"));
+  SAKER_RETURN_IF_ERROR(positive(head_dim, "attention.key_length / head_dim"));
+  SAKER_RETURN_IF_ERROR(positive(n_ff, "feed_forward_length / intermediate_size"));
+  if (n_head % n_head_kv != 0) {
+    return make_error(StatusCode::kCorruptFile, "head count {} is not a multiple of the KV head count {}", n_head,
+                      n_head_kv);
+  }
+  if (head_dim % 2 != 0) return make_error(StatusCode::kCorruptFile, "head_dim {} must be even for RoPE", head_dim);
+  if (!(rms_eps > 0)) return make_error(StatusCode::kCorruptFile, "RMSNorm epsilon must be positive");
+  if (!(rope_theta > 0)) return make_error(StatusCode::kCorruptFile, "rope theta must be positive");
+  return {};
+}
+
+std::string ModelHParams::summary() const {
+  return fmt::format("{}: {} layers, hidden {}, heads {}/{} x {}, ffn {}, vocab {}, rope theta {:g}{}", arch, n_layer,
+                     n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab, rope_theta,
+                     tied_embeddings ? ", tied embeddings" : "");
+}
+
+Result<ModelHParams> hparams_from_gguf(const GgufFile& f) {
+  ModelHParams h;
+  h.arch = f.architecture();
+  const ArchInfo* info = find_gguf(h.arch);
+  if (!info) {
+    return make_error(StatusCode::kUnsupported, "architecture '{}' is not supported (supported: {})",
+                      h.arch.empty() ? "(missing general.architecture)" : h.arch, supported_list());
+  }
+  const std::string p = h.arch + ".";
+  auto need_int = [&](const std::string& key) -> Result<int64_t> {
+    auto v = f.get_int(p + key);
+    if (!v) return make_error(StatusCode::kCorruptFile, "missing integer metadata '{}{}'", p, key);
+    return *v;
+  };
+  SAKER_ASSIGN_OR_RETURN(h.n_embd, need_int("embedding_length"));
+  SAKER_ASSIGN_OR_RETURN(h.n_layer, need_int("block_count"));
+  SAKER_ASSIGN_OR_RETURN(h.n_ff, need_int("feed_forward_length"));
+  SAKER_ASSIGN_OR_RETURN(h.n_head, need_int("attention.head_count"));
+  h.n_head_kv = f.get_int(p + "attention.head_count_kv").value_or(h.n_head);
+  h.head_dim = f.get_int(p + "attention.key_length").value_or(h.n_head > 0 ? h.n_embd / h.n_head : 0);
+  h.n_ctx_train = f.get_int(p + "context_length").value_or(4096);
+  h.rms_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-6));
+  h.rope_theta = f.get_float(p + "rope.freq_base").value_or(10000.0);
+  if (auto t = f.get_string(p + "rope.scaling.type"); t && *t == "linear") {
+    const double factor = f.get_float(p + "rope.scaling.factor").value_or(1.0);
+    if (factor > 0) h.rope_freq_scale = 1.0 / factor;
+  }
+  h.rope_style = info->gguf_rope;
+  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (!embd) return make_error(StatusCode::kCorruptFile, "missing tensor 'token_embd.weight'");
+  h.n_vocab = embd->shape()[0];
+  h.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  SAKER_RETURN_IF_ERROR(h.validate());
+  return h;
+}
+
+Result<ModelHParams> hparams_from_hf(const HfConfig& c) {
+  ModelHParams h;
+  const std::string hf_arch = c.architecture();
+  for (const auto& i : kArchs) {
+    if (hf_arch == i.hf) h.arch = i.gguf;
+  }
+  if (h.arch.empty()) {
+    return make_error(StatusCode::kUnsupported, "{}: architecture '{}' is not supported (supported: {})", c.origin(),
+                      hf_arch.empty() ? "(missing architectures)" : hf_arch, supported_list());
+  }
+  SAKER_ASSIGN_OR_RETURN(h.n_vocab, c.get_int("vocab_size"));
+  SAKER_ASSIGN_OR_RETURN(h.n_embd, c.get_int("hidden_size"));
+  SAKER_ASSIGN_OR_RETURN(h.n_layer, c.get_int("num_hidden_layers"));
+  SAKER_ASSIGN_OR_RETURN(h.n_ff, c.get_int("intermediate_size"));
+  SAKER_ASSIGN_OR_RETURN(h.n_head, c.get_int("num_attention_heads"));
+  SAKER_ASSIGN_OR_RETURN(h.n_head_kv, c.get_int("num_key_value_heads", h.n_head));
+  SAKER_ASSIGN_OR_RETURN(h.head_dim, c.get_int("head_dim", h.n_head > 0 ? h.n_embd / h.n_head : 0));
+  SAKER_ASSIGN_OR_RETURN(h.n_ctx_train, c.get_int("max_position_embeddings", 4096));
+  SAKER_ASSIGN_OR_RETURN(double eps, c.get_float("rms_norm_eps", 1e-6));
+  h.rms_eps = static_cast<float>(eps);
+  // transformers 5 moved rope_theta under rope_parameters; older configs have it at the top level.
+  SAKER_ASSIGN_OR_RETURN(h.rope_theta, c.get_float("rope_theta", 0.0));
+  if (h.rope_theta == 0.0) {
+    SAKER_ASSIGN_OR_RETURN(h.rope_theta, c.get_float("rope_parameters.rope_theta", 10000.0));
+  }
+  SAKER_ASSIGN_OR_RETURN(h.tied_embeddings, c.get_bool("tie_word_embeddings", false));
+  h.rope_style = ref::RopeStyle::kNeox;
+  SAKER_RETURN_IF_ERROR(h.validate());
+  return h;
+}
+
+}  // namespace saker

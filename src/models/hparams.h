@@ -1,0 +1,43 @@
+#pragma once
+// ModelHParams: the hyper-parameters a forward pass needs, read from GGUF metadata or an HF config.json.
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "formats/gguf.h"
+#include "formats/hf_config.h"
+#include "ops/ref/rope.h"
+
+namespace saker {
+
+struct ModelHParams {
+  std::string arch;            // GGUF architecture name: "qwen3", "llama"
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;          // hidden size
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;        // may differ from n_embd / n_head (Qwen3)
+  int64_t n_ff = 0;            // MLP intermediate size
+  int64_t n_ctx_train = 0;     // context length the model was trained for
+  float rms_eps = 1e-6f;
+  ref::RopeStyle rope_style = ref::RopeStyle::kNeox;
+  double rope_theta = 10000.0;
+  double rope_freq_scale = 1.0;
+  bool tied_embeddings = false;  // no separate output head: logits use token_embd
+
+  int64_t q_dim() const { return n_head * head_dim; }
+  int64_t kv_dim() const { return n_head_kv * head_dim; }
+  // Checks the values against each other (GQA divisibility, positive sizes); messages name the key.
+  Status validate() const;
+  std::string summary() const;
+};
+
+// Architectures saker runs, by GGUF name.
+bool is_supported_architecture(const std::string& gguf_arch);
+
+Result<ModelHParams> hparams_from_gguf(const GgufFile& file);
+// `hf_arch` is architectures[0] of config.json, e.g. "Qwen3ForCausalLM".
+Result<ModelHParams> hparams_from_hf(const HfConfig& config);
+
+}  // namespace saker

@@ -1,0 +1,153 @@
+#include "models/qwen3.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "core/trace.h"
+#include "ops/ref/add.h"
+#include "ops/ref/attention.h"
+#include "ops/ref/embedding.h"
+#include "ops/ref/kv_write.h"
+#include "ops/ref/matmul.h"
+#include "ops/ref/rms_norm.h"
+#include "ops/ref/rope.h"
+#include "ops/ref/swiglu.h"
+
+namespace saker {
+namespace {
+
+TensorView f32(float* p, std::initializer_list<int64_t> shape) { return TensorView::contiguous(p, DType::kF32, shape); }
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Qwen3Model::create(std::shared_ptr<const ModelWeights> weights, OpsOptions options) {
+  std::unique_ptr<Qwen3Model> m(new Qwen3Model());
+  m->weights_ = weights;
+  m->options_ = options;
+  m->hp_ = weights->hparams();
+  const ModelHParams& h = m->hp_;
+  const ModelWeights& w = *weights;
+  SAKER_ASSIGN_OR_RETURN(m->token_embd_, w.require("token_embd.weight", {h.n_vocab, h.n_embd}));
+  SAKER_ASSIGN_OR_RETURN(m->output_norm_, w.require("output_norm.weight", {h.n_embd}));
+  if (w.find("output.weight")) {
+    SAKER_ASSIGN_OR_RETURN(m->output_, w.require("output.weight", {h.n_vocab, h.n_embd}));
+  } else {
+    m->output_ = m->token_embd_;
+  }
+  for (int64_t l = 0; l < h.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    Layer L;
+    SAKER_ASSIGN_OR_RETURN(L.attn_norm, w.require(p + "attn_norm.weight", {h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.wq, w.require(p + "attn_q.weight", {h.q_dim(), h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.wk, w.require(p + "attn_k.weight", {h.kv_dim(), h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.wv, w.require(p + "attn_v.weight", {h.kv_dim(), h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.wo, w.require(p + "attn_output.weight", {h.n_embd, h.q_dim()}));
+    if (h.arch == "qwen3") {
+      SAKER_ASSIGN_OR_RETURN(L.q_norm, w.require(p + "attn_q_norm.weight", {h.head_dim}));
+      SAKER_ASSIGN_OR_RETURN(L.k_norm, w.require(p + "attn_k_norm.weight", {h.head_dim}));
+    }
+    SAKER_ASSIGN_OR_RETURN(L.ffn_norm, w.require(p + "ffn_norm.weight", {h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.w_gate, w.require(p + "ffn_gate.weight", {h.n_ff, h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.w_up, w.require(p + "ffn_up.weight", {h.n_ff, h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.w_down, w.require(p + "ffn_down.weight", {h.n_embd, h.n_ff}));
+    m->layers_.push_back(L);
+  }
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+Status Qwen3Model::matmul(const TensorView& x, const TensorView& w, const TensorView& out) const {
+  if (options_.fast_matmul) return cpu::matmul(x, w, out, options_.matmul);
+  return ref::matmul(x, w, out);
+}
+
+Status Qwen3Model::forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) {
+  const ModelHParams& h = hp_;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_out = static_cast<int64_t>(batch.output_rows.size());
+  if (T == 0) return {};
+  if (static_cast<int64_t>(kv.size()) != h.n_layer) {
+    return make_error(StatusCode::kInvalidArgument, "forward: {} KV layers given for {} model layers", kv.size(),
+                      h.n_layer);
+  }
+  for (int32_t r : batch.output_rows) {
+    if (r < 0 || r >= T) return make_error(StatusCode::kInvalidArgument, "forward: output row {} outside the batch", r);
+  }
+
+  std::vector<float> x(T * h.n_embd), hbuf(T * h.n_embd);       // [T, n_embd]
+  std::vector<float> q(T * h.q_dim()), attn(T * h.q_dim());     // [T, n_head, head_dim]
+  std::vector<float> k(T * h.kv_dim()), v(T * h.kv_dim());      // [T, n_head_kv, head_dim]
+  std::vector<float> gate(T * h.n_ff), up(T * h.n_ff);          // [T, n_ff]
+  const TensorView xv = f32(x.data(), {T, h.n_embd});
+  const TensorView hv = f32(hbuf.data(), {T, h.n_embd});
+
+  SAKER_RETURN_IF_ERROR(ref::embedding(token_embd_, batch.tokens, xv));
+  trace(xv, "inp_embd");
+
+  ref::RopeParams rope;
+  rope.style = h.rope_style;
+  rope.theta_base = h.rope_theta;
+  rope.freq_scale = h.rope_freq_scale;
+  ref::AttentionParams attn_params;
+
+  for (int64_t l = 0; l < h.n_layer; ++l) {
+    const Layer& L = layers_[l];
+    const int li = static_cast<int>(l);
+    SAKER_RETURN_IF_ERROR(ref::rms_norm(xv, L.attn_norm, hv, h.rms_eps));
+    trace(hv, "attn_norm", li);
+    const TensorView qv = f32(q.data(), {T, h.q_dim()});
+    const TensorView kv_k = f32(k.data(), {T, h.kv_dim()});
+    const TensorView kv_v = f32(v.data(), {T, h.kv_dim()});
+    SAKER_RETURN_IF_ERROR(matmul(hv, L.wq, qv));
+    SAKER_RETURN_IF_ERROR(matmul(hv, L.wk, kv_k));
+    SAKER_RETURN_IF_ERROR(matmul(hv, L.wv, kv_v));
+    if (L.q_norm.data) {
+      // Per-head RMSNorm over head_dim: the same op on [T * n_head, head_dim].
+      const TensorView qh = f32(q.data(), {T * h.n_head, h.head_dim});
+      const TensorView kh = f32(k.data(), {T * h.n_head_kv, h.head_dim});
+      SAKER_RETURN_IF_ERROR(ref::rms_norm(qh, L.q_norm, qh, h.rms_eps));
+      SAKER_RETURN_IF_ERROR(ref::rms_norm(kh, L.k_norm, kh, h.rms_eps));
+    }
+    const TensorView q3 = f32(q.data(), {T, h.n_head, h.head_dim});
+    const TensorView k3 = f32(k.data(), {T, h.n_head_kv, h.head_dim});
+    const TensorView v3 = f32(v.data(), {T, h.n_head_kv, h.head_dim});
+    SAKER_RETURN_IF_ERROR(ref::rope(q3, batch.attn.token_pos, rope));
+    SAKER_RETURN_IF_ERROR(ref::rope(k3, batch.attn.token_pos, rope));
+    trace(q3, "q_rope", li);
+    trace(k3, "k_rope", li);
+    SAKER_RETURN_IF_ERROR(ref::kv_write(k3, v3, kv[l].k, kv[l].v, batch.attn));
+    const TensorView attn3 = f32(attn.data(), {T, h.n_head, h.head_dim});
+    SAKER_RETURN_IF_ERROR(ref::attention(q3, kv[l].k, kv[l].v, batch.attn, attn_params, attn3));
+    trace(attn3, "attn_out", li);
+    SAKER_RETURN_IF_ERROR(matmul(f32(attn.data(), {T, h.q_dim()}), L.wo, hv));
+    ref::add_f32(x.data(), hbuf.data(), x.data(), T * h.n_embd);
+    trace(xv, "attn_residual", li);
+
+    SAKER_RETURN_IF_ERROR(ref::rms_norm(xv, L.ffn_norm, hv, h.rms_eps));
+    trace(hv, "ffn_norm", li);
+    const TensorView gv = f32(gate.data(), {T, h.n_ff});
+    const TensorView uv = f32(up.data(), {T, h.n_ff});
+    SAKER_RETURN_IF_ERROR(matmul(hv, L.w_gate, gv));
+    SAKER_RETURN_IF_ERROR(matmul(hv, L.w_up, uv));
+    SAKER_RETURN_IF_ERROR(ref::swiglu(gv, uv, gv));
+    SAKER_RETURN_IF_ERROR(matmul(gv, L.w_down, hv));
+    ref::add_f32(x.data(), hbuf.data(), x.data(), T * h.n_embd);
+    trace(xv, "l_out", li);
+  }
+
+  if (n_out == 0) return {};
+  // Only the rows whose logits are wanted go through the output head (decode: one of many prefill rows).
+  std::vector<float> xo(n_out * h.n_embd);  // [n_out, n_embd]
+  for (int64_t i = 0; i < n_out; ++i) {
+    std::copy_n(x.data() + batch.output_rows[i] * h.n_embd, h.n_embd, xo.data() + i * h.n_embd);
+  }
+  const TensorView xov = f32(xo.data(), {n_out, h.n_embd});
+  SAKER_RETURN_IF_ERROR(ref::rms_norm(xov, output_norm_, xov, h.rms_eps));
+  trace(xov, "result_norm");
+  const TensorView lv = f32(logits, {n_out, h.n_vocab});
+  SAKER_RETURN_IF_ERROR(matmul(xov, output_, lv));
+  trace(lv, "result_output");
+  return {};
+}
+
+}  // namespace saker

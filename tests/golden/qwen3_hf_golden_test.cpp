@@ -1,0 +1,191 @@
+// Qwen3 against Hugging Face transformers: logits of small random-weight models (tests/data/golden, made by
+// tools/golden/make_qwen3_golden.py) on the HF folder itself and on GGUFs converted by saker, and greedy
+// continuations equal to transformers' generate().
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "engine/generator.h"
+#include "formats/safetensors.h"
+#include "models/convert.h"
+#include "models/model.h"
+#include "test_paths.h"
+
+namespace saker {
+namespace {
+
+struct Reference {
+  std::vector<int32_t> input_ids;
+  std::vector<float> logits;      // [n, vocab], float64 evaluation
+  std::vector<float> logits_f32;  // [n, vocab], float32 evaluation (transformers' own rounding)
+  std::vector<int32_t> greedy_prompt, greedy_tokens;
+  std::vector<float> greedy_margin;
+};
+
+template <typename T>
+std::vector<T> read_tensor(const SafetensorsFile& f, const std::string& name) {
+  const SafetensorsTensorInfo* info = f.find_tensor(name);
+  EXPECT_NE(info, nullptr) << name;
+  if (!info) return {};
+  auto bytes = f.tensor_bytes(*info);
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+Reference load_reference(const std::filesystem::path& folder) {
+  auto f = SafetensorsFile::open((folder / "reference.safetensors").string());
+  EXPECT_TRUE(f.ok()) << f.status().to_string();
+  Reference r;
+  r.input_ids = read_tensor<int32_t>(*f, "input_ids");
+  r.logits = read_tensor<float>(*f, "logits");
+  r.logits_f32 = read_tensor<float>(*f, "logits_f32");
+  r.greedy_prompt = read_tensor<int32_t>(*f, "greedy_prompt");
+  r.greedy_tokens = read_tensor<int32_t>(*f, "greedy_tokens");
+  r.greedy_margin = read_tensor<float>(*f, "greedy_margin");
+  return r;
+}
+
+struct Loaded {
+  std::shared_ptr<const ModelWeights> weights;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Generator> gen;
+};
+
+Loaded load(const std::string& path, bool fast = true) {
+  Loaded l;
+  auto w = ModelWeights::open(path);
+  EXPECT_TRUE(w.ok()) << w.status().to_string();
+  l.weights = std::move(w).value();
+  OpsOptions ops;
+  ops.fast_matmul = fast;
+  auto m = create_model(l.weights, ops);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  l.model = std::move(m).value();
+  auto g = Generator::create(*l.model, nullptr, 256);
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  l.gen = std::move(g).value();
+  return l;
+}
+
+// max |a - b| over a row divided by the row's max |b|: the error relative to the logits' scale.
+double max_rel_error(const std::vector<float>& a, const std::vector<float>& b, int64_t n_vocab) {
+  double worst = 0;
+  for (size_t r = 0; r * n_vocab < b.size(); ++r) {
+    double scale = 0, err = 0;
+    for (int64_t i = 0; i < n_vocab; ++i) {
+      scale = std::max(scale, std::fabs(static_cast<double>(b[r * n_vocab + i])));
+      const double d = std::fabs(static_cast<double>(a[r * n_vocab + i]) - b[r * n_vocab + i]);
+      err = std::isnan(d) ? INFINITY : std::max(err, d);
+    }
+    worst = std::max(worst, err / scale);
+  }
+  return worst;
+}
+
+double top1_agreement(const std::vector<float>& a, const std::vector<float>& b, int64_t n_vocab) {
+  int same = 0, rows = 0;
+  for (size_t r = 0; r * n_vocab < b.size(); ++r, ++rows) {
+    auto arg = [&](const std::vector<float>& v) {
+      return std::max_element(v.begin() + r * n_vocab, v.begin() + (r + 1) * n_vocab) - (v.begin() + r * n_vocab);
+    };
+    same += arg(a) == arg(b);
+  }
+  return static_cast<double>(same) / rows;
+}
+
+// Mean KL(ref || test) over rows, in nats.
+double mean_kl(const std::vector<float>& test, const std::vector<float>& ref, int64_t n_vocab) {
+  double total = 0;
+  int rows = 0;
+  for (size_t r = 0; r * n_vocab < ref.size(); ++r, ++rows) {
+    auto log_softmax = [&](const std::vector<float>& v) {
+      std::vector<double> out(n_vocab);
+      double mx = -INFINITY, sum = 0;
+      for (int64_t i = 0; i < n_vocab; ++i) mx = std::max(mx, static_cast<double>(v[r * n_vocab + i]));
+      for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(v[r * n_vocab + i] - mx);
+      for (int64_t i = 0; i < n_vocab; ++i) out[i] = v[r * n_vocab + i] - mx - std::log(sum);
+      return out;
+    };
+    const auto lp = log_softmax(ref), lq = log_softmax(test);
+    for (int64_t i = 0; i < n_vocab; ++i) total += std::exp(lp[i]) * (lp[i] - lq[i]);
+  }
+  return total / rows;
+}
+
+class Qwen3Golden : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    folder_ = testing::project_data_dir() / "golden" / GetParam();
+    ASSERT_TRUE(std::filesystem::exists(folder_ / "config.json")) << folder_;
+    ref_ = load_reference(folder_);
+    ASSERT_EQ(ref_.input_ids.size(), 64u);
+  }
+  std::filesystem::path folder_;
+  Reference ref_;
+};
+
+TEST_P(Qwen3Golden, HfFolderLogitsMatchToFp32Rounding) {
+  for (bool fast : {true, false}) {
+    Loaded l = load(folder_.string(), fast);
+    const int64_t n_vocab = l.model->hparams().n_vocab;
+    auto logits = l.gen->prompt_logits(ref_.input_ids);
+    ASSERT_TRUE(logits.ok()) << logits.status().to_string();
+    const double err = max_rel_error(*logits, ref_.logits, n_vocab);
+    const double torch_fp32_err = max_rel_error(ref_.logits_f32, ref_.logits, n_vocab);
+    // saker's reference ops accumulate in double; the fast ones in float like torch.
+    EXPECT_LT(err, std::max(2e-5, 4 * torch_fp32_err)) << (fast ? "fast ops" : "ref ops") << ", torch fp32 "
+                                                        << torch_fp32_err;
+    EXPECT_EQ(top1_agreement(*logits, ref_.logits, n_vocab), 1.0);
+  }
+}
+
+TEST_P(Qwen3Golden, GreedyContinuationMatchesGenerate) {
+  Loaded l = load(folder_.string());
+  GenerateOptions opt;
+  opt.max_tokens = 32;
+  opt.sampling.temperature = 0;
+  opt.ignore_eos = true;
+  auto r = l.gen->generate(ref_.greedy_prompt, opt);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->tokens, ref_.greedy_tokens) << "smallest top-2 margin in the reference: "
+                                           << *std::min_element(ref_.greedy_margin.begin(), ref_.greedy_margin.end());
+}
+
+TEST_P(Qwen3Golden, ConvertedF16AndQ8_0Gguf) {
+  auto w = ModelWeights::open(folder_.string());
+  ASSERT_TRUE(w.ok());
+  const int64_t n_vocab = (*w)->hparams().n_vocab;
+  struct Case {
+    const char* type;
+    double max_rel_err;  // measured: f16 err 2e-3 KL 4e-6; q8_0 err 0.055 KL 3e-3
+    double max_kl;
+  };
+  for (const Case& c : {Case{"f16", 5e-3, 1e-5}, Case{"q8_0", 0.1, 6e-3}}) {
+    const auto path = testing::temp_dir() / (GetParam() + "-" + c.type + ".gguf");
+    ConvertOptions o;
+    o.type = c.type;
+    const Status s = convert_to_gguf(**w, o, path.string());
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    Loaded l = load(path.string());
+    auto logits = l.gen->prompt_logits(ref_.input_ids);
+    ASSERT_TRUE(logits.ok()) << logits.status().to_string();
+    const double err = max_rel_error(*logits, ref_.logits, n_vocab);
+    const double kl = mean_kl(*logits, ref_.logits, n_vocab);
+    const double agree = top1_agreement(*logits, ref_.logits, n_vocab);
+    std::printf("%s %s: max rel err %.3g, mean KL %.3g, top-1 agreement %.3f\n", GetParam().c_str(), c.type, err, kl,
+                agree);
+    EXPECT_LT(err, c.max_rel_err) << c.type;
+    EXPECT_LT(kl, c.max_kl) << c.type;
+    if (std::string(c.type) == "f16") {
+      EXPECT_EQ(agree, 1.0);
+    }
+    std::filesystem::remove(path);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Qwen3Golden, ::testing::Values("qwen3-tied", "qwen3-untied"));
+
+}  // namespace
+}  // namespace saker
