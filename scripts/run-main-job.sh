@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# saker's main job. Model execution (and so serving) does not exist yet: until it lands this shows what the
-# build can do today — read a model file, tokenize text with its tokenizer — and says so plainly.
+# saker's main job. Serving arrives with the server milestone and real small models with the one after it;
+# until then this runs what the build can do today and says so plainly: generate text on the CPU with a
+# tiny random-weight Qwen3 (written by `saker synth`, so its text is noise), and inspect and tokenize with it.
+# `make run MODEL=path` runs a model of yours instead (a .gguf file or a Hugging Face folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SAKER=${1:-build/bin/saker}
@@ -8,24 +10,26 @@ MODEL=${2:-}
 
 echo "== $($SAKER --version)"
 echo
-echo "saker cannot run a model yet: the forward pass and the server arrive with the next milestones"
-echo "(Qwen3 on the CPU, then the server). What this build does today:"
-echo
+if [ -z "$MODEL" ]; then
+  MODEL=build/demo/tiny-q8_0.gguf
+  mkdir -p build/demo
+  echo "saker does not serve requests yet (next milestone) and ships no trained model yet. Demo model:"
+  echo "a tiny random-weight Qwen3 written by 'saker synth' — its output is noise by construction."
+  echo
+  echo "== saker synth --preset tiny --type q8_0 -o $MODEL"
+  $SAKER synth --preset tiny --type q8_0 -o "$MODEL" 2>/dev/null
+  echo
+fi
 
-sample=$MODEL
-if [ -z "$sample" ] && [ -f ../shared/data/quant/tiny-Q4_K_M.gguf ]; then sample=../shared/data/quant/tiny-Q4_K_M.gguf; fi
-if [ -z "$sample" ]; then
-  echo "No model file given: run 'make run MODEL=path/to/model.gguf' to inspect one of yours."
-  $SAKER --help
-  exit 0
+if [ -f "$MODEL" ]; then
+  echo "== saker info $MODEL (first lines)"
+  $SAKER info "$MODEL" | head -24 || true
+  echo
 fi
-echo "== saker info $sample"
-$SAKER info "$sample" | head -60 || true
+
+prompt="Write a haiku about mountains."
+echo "== saker run -m $MODEL -p \"$prompt\" -n 48"
+$SAKER --log-level warn run -m "$MODEL" -p "$prompt" -n 48 --seed 1
 echo
-vocab=""
-if [ -n "$MODEL" ]; then vocab=$MODEL; elif [ -f ../shared/data/vocab/ggml-vocab-gpt-2.gguf ]; then vocab=../shared/data/vocab/ggml-vocab-gpt-2.gguf; fi
-if [ -n "$vocab" ]; then
-  echo "== echo 'Hello world, this is saker!' | saker tokenize -m $vocab"
-  printf 'Hello world, this is saker!' | $SAKER tokenize -m "$vocab"
-  printf 'Hello world, this is saker!' | $SAKER tokenize -m "$vocab" --ids
-fi
+echo "== printf 'Hello world, this is saker!' | saker tokenize -m $MODEL"
+printf 'Hello world, this is saker!' | $SAKER tokenize -m "$MODEL" --ids || echo "(this model has no tokenizer)"

@@ -49,7 +49,7 @@ Status convert_to_gguf(const ModelWeights& weights, const ConvertOptions& o, con
   const std::string a = h.arch + ".";
   w.set("general.architecture", GgufValue::from_string(h.arch));
   w.set("general.name", GgufValue::from_string(std::filesystem::path(weights.path()).filename().string()));
-  w.set("general.file_type_name", GgufValue::from_string(o.type));
+  if (const int32_t ft = llama_file_type(o.type); ft >= 0) w.set("general.file_type", GgufValue::from_u32(ft));
   w.set(a + "context_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_ctx_train)));
   w.set(a + "embedding_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_embd)));
   w.set(a + "block_count", GgufValue::from_u32(static_cast<uint32_t>(h.n_layer)));
@@ -69,7 +69,7 @@ Status convert_to_gguf(const ModelWeights& weights, const ConvertOptions& o, con
       if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
     }
   } else {
-    SAKER_RETURN_IF_ERROR(text::export_hf_tokenizer_to_gguf(weights.path(), &w));
+    SAKER_RETURN_IF_ERROR(text::export_hf_tokenizer_to_gguf(weights.path(), &w, h.n_vocab));
   }
 
   for (const std::string& name : weights.names()) {

@@ -131,13 +131,25 @@ Result<DType> synth_tensor_type(const std::string& scheme, const std::string& na
   return *t;
 }
 
+int32_t llama_file_type(const std::string& scheme) {
+  static const std::pair<const char*, int32_t> kTypes[] = {
+      {"f32", 0},     {"f16", 1},     {"q4_0", 2},  {"q4_1", 3},    {"q8_0", 7},    {"q5_0", 8},
+      {"q5_1", 9},    {"q4_k", 14},   {"q4_k_m", 15}, {"q5_k", 16}, {"q5_k_m", 17}, {"q6_k", 18},
+      {"iq4_nl", 25}, {"iq4_xs", 30}, {"bf16", 32},
+  };
+  for (const auto& [name, id] : kTypes) {
+    if (scheme == name) return id;
+  }
+  return -1;
+}
+
 Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
   SAKER_ASSIGN_OR_RETURN(ModelHParams h, synth_hparams(o.arch, o.preset));
   GgufWriter w;
   const std::string a = h.arch + ".";
   w.set("general.architecture", GgufValue::from_string(h.arch));
   w.set("general.name", GgufValue::from_string(fmt::format("saker-synth-{}-{}-{}", h.arch, o.preset, o.type)));
-  w.set("general.file_type_name", GgufValue::from_string(o.type));
+  if (const int32_t ft = llama_file_type(o.type); ft >= 0) w.set("general.file_type", GgufValue::from_u32(ft));
   w.set(a + "context_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_ctx_train)));
   w.set(a + "embedding_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_embd)));
   w.set(a + "block_count", GgufValue::from_u32(static_cast<uint32_t>(h.n_layer)));
@@ -174,9 +186,15 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
     tokens.push_back(s);
     types.push_back(3);
   }
-  while (static_cast<int64_t>(tokens.size()) < h.n_vocab) {
-    tokens.push_back(fmt::format("<|unused_{}|>", tokens.size()));
-    types.push_back(5);
+  // Fillers are pseudo-words (" ka", " kab", ...), unique by construction, so sampled ids decode to text.
+  for (int64_t i = 0; static_cast<int64_t>(tokens.size()) < h.n_vocab; ++i) {
+    std::string word = " ";
+    for (int64_t v = i; ; v = v / 26 - 1) {
+      word.insert(1, 1, static_cast<char>('a' + v % 26));
+      if (v < 26) break;
+    }
+    tokens.push_back(text::bytes_to_byte_level(word + "q"));  // the trailing q keeps them apart from merges
+    types.push_back(1);
   }
   w.set("tokenizer.ggml.model", GgufValue::from_string("gpt2"));
   w.set("tokenizer.ggml.pre", GgufValue::from_string("qwen2"));

@@ -1,7 +1,10 @@
 #include "text/gguf_vocab_export.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -10,13 +13,67 @@
 
 namespace saker::text {
 
+namespace {
+
+// Rewrites each case-insensitive group of plain ASCII alternatives, "(?i:'s|'t|'re)", in the spelled-out
+// form "(?:'[sS]|'[tT]|'[rR][eE])" that the presets use, so the two spellings of one regex compare equal.
+// (Qwen2 and Llama 3 tokenizer.json files use the first, llama.cpp's built-in regexes the second.)
+std::string spell_out_ascii_case_groups(const std::string& re) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < re.size()) {
+    const size_t open = re.find("(?i:", pos);
+    if (open == std::string::npos) break;
+    const size_t body = open + 4;
+    const size_t close = re.find(')', body);
+    bool plain = close != std::string::npos;
+    for (size_t i = body; plain && i < close; ++i) {
+      const char c = re[i];
+      plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '\'' || c == '|';
+    }
+    if (!plain) {
+      out.append(re, pos, body - pos);
+      pos = body;
+      continue;
+    }
+    out.append(re, pos, open - pos);
+    out += "(?:";
+    for (size_t i = body; i < close; ++i) {
+      const char c = re[i];
+      const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+      if (letter) {
+        const char lower = static_cast<char>(c | 0x20);
+        out += '[';
+        out += lower;
+        out += static_cast<char>(lower & ~0x20);
+        out += ']';
+      } else {
+        out += c;
+      }
+    }
+    out += ')';
+    pos = close + 1;
+  }
+  out.append(re, pos, std::string::npos);
+  return out;
+}
+
+std::vector<std::string> spell_out_ascii_case_groups(const std::vector<std::string>& regexes) {
+  std::vector<std::string> out;
+  for (const std::string& r : regexes) out.push_back(spell_out_ascii_case_groups(r));
+  return out;
+}
+
+}  // namespace
+
 std::string pre_name_for_regexes(const std::vector<std::string>& regexes) {
+  const std::vector<std::string> wanted = spell_out_ascii_case_groups(regexes);
   // llama.cpp's names for the presets saker knows, most common first.
   for (const char* name : {"qwen2", "llama-bpe", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder",
                            "smollm", "gpt-4o", "tekken", "refact", "command-r", "olmo", "dbrx"}) {
     bool exact = false;
     const PretokenizerPreset p = resolve_pretokenizer(name, &exact);
-    if (exact && p.regexes == regexes) return name;
+    if (exact && spell_out_ascii_case_groups(p.regexes) == wanted) return name;
   }
   return "";
 }
@@ -55,13 +112,41 @@ Status export_vocab_to_gguf(const VocabSpec& spec, GgufWriter* w) {
   return {};
 }
 
-Status export_hf_tokenizer_to_gguf(const std::string& folder, GgufWriter* w) {
+Status fit_vocab_to_model(VocabSpec* spec, int64_t n_vocab) {
+  const int64_t n_tokens = static_cast<int64_t>(spec->tokens.size());
+  if (n_vocab > 0 && n_tokens > n_vocab) {
+    return make_error(StatusCode::kUnsupported,
+                      "the tokenizer has {} tokens but the model's embedding only {} rows: llama.cpp requires the "
+                      "token list and the embedding to have the same length",
+                      n_tokens, n_vocab);
+  }
+  const size_t n = static_cast<size_t>(std::max(n_tokens, n_vocab));
+  if (spec->types.empty()) spec->types.assign(spec->tokens.size(), TokenType::kNormal);
+  spec->tokens.resize(n);
+  spec->types.resize(n, TokenType::kUnused);
+  if (!spec->scores.empty()) spec->scores.resize(n, -1e9f);
+  // Ids no token has (gaps in tokenizer.json and the embedding rows past its last token) get a unique name,
+  // as llama.cpp's own converter gives them: llama.cpp rejects duplicate token texts.
+  std::unordered_set<std::string> taken(spec->tokens.begin(), spec->tokens.end());
+  for (size_t i = 0; i < n; ++i) {
+    if (!spec->tokens[i].empty()) continue;
+    std::string name = "[PAD" + std::to_string(i) + "]";
+    while (taken.count(name) != 0) name += "_";
+    taken.insert(name);
+    spec->tokens[i] = std::move(name);
+    spec->types[i] = TokenType::kUnused;
+  }
+  return {};
+}
+
+Status export_hf_tokenizer_to_gguf(const std::string& folder, GgufWriter* w, int64_t n_vocab) {
   auto spec = vocab_spec_from_hf_folder(folder);
   if (!spec.ok()) {
     if (spec.status().code() != StatusCode::kNotFound) return spec.status();
     w->set("tokenizer.ggml.model", GgufValue::from_string("none"));
     return {};
   }
+  SAKER_RETURN_IF_ERROR(fit_vocab_to_model(&*spec, n_vocab));
   SAKER_RETURN_IF_ERROR(export_vocab_to_gguf(*spec, w));
   const auto config_path = std::filesystem::path(folder) / "tokenizer_config.json";
   std::ifstream in(config_path);
