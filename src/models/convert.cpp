@@ -46,22 +46,7 @@ Result<DType> convert_tensor_type(const std::string& scheme, const std::string& 
 Status convert_to_gguf(const ModelWeights& weights, const ConvertOptions& o, const std::string& out_path) {
   const ModelHParams& h = weights.hparams();
   GgufWriter w;
-  const std::string a = h.arch + ".";
-  w.set("general.architecture", GgufValue::from_string(h.arch));
-  w.set("general.name", GgufValue::from_string(std::filesystem::path(weights.path()).filename().string()));
-  if (const int32_t ft = llama_file_type(o.type); ft >= 0) w.set("general.file_type", GgufValue::from_u32(ft));
-  w.set(a + "context_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_ctx_train)));
-  w.set(a + "embedding_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_embd)));
-  w.set(a + "block_count", GgufValue::from_u32(static_cast<uint32_t>(h.n_layer)));
-  w.set(a + "feed_forward_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_ff)));
-  w.set(a + "attention.head_count", GgufValue::from_u32(static_cast<uint32_t>(h.n_head)));
-  w.set(a + "attention.head_count_kv", GgufValue::from_u32(static_cast<uint32_t>(h.n_head_kv)));
-  w.set(a + "attention.key_length", GgufValue::from_u32(static_cast<uint32_t>(h.head_dim)));
-  w.set(a + "attention.value_length", GgufValue::from_u32(static_cast<uint32_t>(h.head_dim)));
-  w.set(a + "attention.layer_norm_rms_epsilon", GgufValue::from_f32(h.rms_eps));
-  w.set(a + "rope.freq_base", GgufValue::from_f32(static_cast<float>(h.rope_theta)));
-  w.set(a + "vocab_size", GgufValue::from_u32(static_cast<uint32_t>(h.n_vocab)));
-  w.set("general.quantization_version", GgufValue::from_u32(2));
+  write_gguf_hparams(h, std::filesystem::path(weights.path()).filename().string(), o.type, &w);
 
   if (weights.is_gguf()) {
     // Re-quantising a GGUF: carry its tokenizer keys over unchanged.

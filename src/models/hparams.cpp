@@ -62,6 +62,39 @@ std::string ModelHParams::summary() const {
                      tied_embeddings ? ", tied embeddings" : "");
 }
 
+int32_t llama_file_type(const std::string& scheme) {
+  static const std::pair<const char*, int32_t> kTypes[] = {
+      {"f32", 0},     {"f16", 1},     {"q4_0", 2},  {"q4_1", 3},    {"q8_0", 7},    {"q5_0", 8},
+      {"q5_1", 9},    {"q4_k", 14},   {"q4_k_m", 15}, {"q5_k", 16}, {"q5_k_m", 17}, {"q6_k", 18},
+      {"iq4_nl", 25}, {"iq4_xs", 30}, {"bf16", 32},
+  };
+  for (const auto& [name, id] : kTypes) {
+    if (scheme == name) return id;
+  }
+  return -1;
+}
+
+void write_gguf_hparams(const ModelHParams& h, const std::string& name, const std::string& type_scheme,
+                        GgufWriter* w) {
+  const std::string a = h.arch + ".";
+  auto u32 = [](int64_t v) { return GgufValue::from_u32(static_cast<uint32_t>(v)); };
+  w->set("general.architecture", GgufValue::from_string(h.arch));
+  w->set("general.name", GgufValue::from_string(name));
+  if (const int32_t ft = llama_file_type(type_scheme); ft >= 0) w->set("general.file_type", u32(ft));
+  w->set("general.quantization_version", u32(2));
+  w->set(a + "context_length", u32(h.n_ctx_train));
+  w->set(a + "embedding_length", u32(h.n_embd));
+  w->set(a + "block_count", u32(h.n_layer));
+  w->set(a + "feed_forward_length", u32(h.n_ff));
+  w->set(a + "attention.head_count", u32(h.n_head));
+  w->set(a + "attention.head_count_kv", u32(h.n_head_kv));
+  w->set(a + "attention.key_length", u32(h.head_dim));
+  w->set(a + "attention.value_length", u32(h.head_dim));
+  w->set(a + "attention.layer_norm_rms_epsilon", GgufValue::from_f32(h.rms_eps));
+  w->set(a + "rope.freq_base", GgufValue::from_f32(static_cast<float>(h.rope_theta)));
+  w->set(a + "vocab_size", u32(h.n_vocab));
+}
+
 Result<ModelHParams> hparams_from_gguf(const GgufFile& f) {
   ModelHParams h;
   h.arch = f.architecture();

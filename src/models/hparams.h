@@ -36,6 +36,13 @@ struct ModelHParams {
 // Architectures saker runs, by GGUF name.
 bool is_supported_architecture(const std::string& gguf_arch);
 
+// llama.cpp's `general.file_type` (its llama_ftype numbering) for a type scheme; -1 when it has none.
+int32_t llama_file_type(const std::string& scheme);
+
+// The general.* and ARCH.* keys of a model file written by saker (convert, synth), typed as llama.cpp reads them.
+void write_gguf_hparams(const ModelHParams& h, const std::string& name, const std::string& type_scheme,
+                        GgufWriter* w);
+
 Result<ModelHParams> hparams_from_gguf(const GgufFile& file);
 // `hf_arch` is architectures[0] of config.json, e.g. "Qwen3ForCausalLM".
 Result<ModelHParams> hparams_from_hf(const HfConfig& config);

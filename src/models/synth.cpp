@@ -131,35 +131,10 @@ Result<DType> synth_tensor_type(const std::string& scheme, const std::string& na
   return *t;
 }
 
-int32_t llama_file_type(const std::string& scheme) {
-  static const std::pair<const char*, int32_t> kTypes[] = {
-      {"f32", 0},     {"f16", 1},     {"q4_0", 2},  {"q4_1", 3},    {"q8_0", 7},    {"q5_0", 8},
-      {"q5_1", 9},    {"q4_k", 14},   {"q4_k_m", 15}, {"q5_k", 16}, {"q5_k_m", 17}, {"q6_k", 18},
-      {"iq4_nl", 25}, {"iq4_xs", 30}, {"bf16", 32},
-  };
-  for (const auto& [name, id] : kTypes) {
-    if (scheme == name) return id;
-  }
-  return -1;
-}
-
 Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
   SAKER_ASSIGN_OR_RETURN(ModelHParams h, synth_hparams(o.arch, o.preset));
   GgufWriter w;
-  const std::string a = h.arch + ".";
-  w.set("general.architecture", GgufValue::from_string(h.arch));
-  w.set("general.name", GgufValue::from_string(fmt::format("saker-synth-{}-{}-{}", h.arch, o.preset, o.type)));
-  if (const int32_t ft = llama_file_type(o.type); ft >= 0) w.set("general.file_type", GgufValue::from_u32(ft));
-  w.set(a + "context_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_ctx_train)));
-  w.set(a + "embedding_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_embd)));
-  w.set(a + "block_count", GgufValue::from_u32(static_cast<uint32_t>(h.n_layer)));
-  w.set(a + "feed_forward_length", GgufValue::from_u32(static_cast<uint32_t>(h.n_ff)));
-  w.set(a + "attention.head_count", GgufValue::from_u32(static_cast<uint32_t>(h.n_head)));
-  w.set(a + "attention.head_count_kv", GgufValue::from_u32(static_cast<uint32_t>(h.n_head_kv)));
-  w.set(a + "attention.key_length", GgufValue::from_u32(static_cast<uint32_t>(h.head_dim)));
-  w.set(a + "attention.value_length", GgufValue::from_u32(static_cast<uint32_t>(h.head_dim)));
-  w.set(a + "attention.layer_norm_rms_epsilon", GgufValue::from_f32(h.rms_eps));
-  w.set(a + "rope.freq_base", GgufValue::from_f32(static_cast<float>(h.rope_theta)));
+  write_gguf_hparams(h, fmt::format("saker-synth-{}-{}-{}", h.arch, o.preset, o.type), o.type, &w);
 
   // A byte-level vocabulary: the 256 byte symbols, chat markers, and unused fillers up to n_vocab, so any
   // text tokenizes (byte by byte) and any sampled id decodes.

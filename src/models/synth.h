@@ -27,9 +27,6 @@ Result<ModelHParams> synth_hparams(const std::string& arch, const std::string& p
 Result<DType> synth_tensor_type(const std::string& scheme, const std::string& tensor_name, int64_t layer,
                                 int64_t n_layer);
 
-// llama.cpp's `general.file_type` (its llama_ftype numbering) for a type scheme; -1 when it has none.
-int32_t llama_file_type(const std::string& scheme);
-
 Status write_synthetic_model(const SynthOptions& options, const std::string& path);
 
 }  // namespace saker

@@ -6,6 +6,7 @@
 
 #include "engine/generator.h"
 #include "models/model.h"
+#include "golden/logit_metrics.h"
 #include "test_paths.h"
 
 namespace saker {
@@ -24,24 +25,6 @@ std::vector<float> logits_of(const std::filesystem::path& file, const std::vecto
   return *l;
 }
 
-double mean_kl(const std::vector<float>& test, const std::vector<float>& ref, int64_t n_vocab) {
-  double total = 0;
-  const size_t rows = ref.size() / n_vocab;
-  for (size_t r = 0; r < rows; ++r) {
-    auto lsm = [&](const std::vector<float>& v) {
-      std::vector<double> out(n_vocab);
-      double mx = -INFINITY, sum = 0;
-      for (int64_t i = 0; i < n_vocab; ++i) mx = std::max(mx, static_cast<double>(v[r * n_vocab + i]));
-      for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(v[r * n_vocab + i] - mx);
-      for (int64_t i = 0; i < n_vocab; ++i) out[i] = v[r * n_vocab + i] - mx - std::log(sum);
-      return out;
-    };
-    const auto p = lsm(ref), q = lsm(test);
-    for (int64_t i = 0; i < n_vocab; ++i) total += std::exp(p[i]) * (p[i] - q[i]);
-  }
-  return total / static_cast<double>(rows);
-}
-
 TEST(LlamaCppQuantizedModels, LogitsStayCloseToF16) {
   SAKER_REQUIRE_SHARED(dir, "quant");
   std::vector<int32_t> ids;
@@ -54,7 +37,7 @@ TEST(LlamaCppQuantizedModels, LogitsStayCloseToF16) {
   for (const auto& [type, bound] : cases) {
     const std::vector<float> q = logits_of(dir / (std::string("tiny-") + type + ".gguf"), ids);
     ASSERT_EQ(q.size(), ref.size());
-    const double kl = mean_kl(q, ref, 512);
+    const double kl = testing::mean_kl(q, ref, 512);
     std::printf("llama.cpp %-7s mean KL vs f16 %.3g\n", type, kl);
     EXPECT_LT(kl, bound) << type;
     EXPECT_GT(kl, 0.0) << type << ": identical to f16 means the quantized weights were not used";
