@@ -1,10 +1,13 @@
 // Playground (not part of CI): speed of cpu::matmul against ref::matmul per weight dtype, as weight bytes
-// read per second. Usage: matmul_cpu_bench [n_out] [n_in] [rows...]   (defaults: 4096 4096 1 64)
+// read per second. Usage: matmul_cpu_bench [--no-ref] [--cpu-time] [n_out] [n_in] [rows...]
+// (defaults: 4096 4096 1 64). --cpu-time reports process CPU time instead of wall time: on a shared,
+// loaded machine with SAKER_NUM_THREADS=1 it is close to what an idle core would take.
 // Weights are random values quantised by formats/quant; activations are random normals.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,15 +22,26 @@ using namespace saker;
 
 namespace {
 
+bool g_cpu_time = false;
+
+double now_seconds() {
+  if (g_cpu_time) {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // Median seconds of `reps` runs after one warm-up.
 template <typename Fn>
 double time_median(int reps, Fn fn) {
   fn();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+    const double start = now_seconds();
     fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    t.push_back(now_seconds() - start);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -36,6 +50,14 @@ double time_median(int reps, Fn fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool run_ref = true;
+  while (argc > 1 && std::string(argv[1]).rfind("--", 0) == 0) {
+    const std::string flag = argv[1];
+    if (flag == "--no-ref") run_ref = false;
+    if (flag == "--cpu-time") g_cpu_time = true;
+    --argc;
+    ++argv;
+  }
   const int64_t n_out = argc > 1 ? std::atoll(argv[1]) : 4096;
   const int64_t n_in = argc > 2 ? std::atoll(argv[2]) : 4096;
   std::vector<int64_t> rows;
@@ -68,7 +90,7 @@ int main(int argc, char** argv) {
       no_blas.blas = false;
       cpu::MatmulOptions with_blas;
       with_blas.blas_min_tokens = 1;
-      const double t_ref = time_median(1, [&] { (void)ref::matmul(xv, wv, ov); });
+      const double t_ref = run_ref ? time_median(1, [&] { (void)ref::matmul(xv, wv, ov); }) : 0.0;
       const double t_cpu = time_median(5, [&] { (void)cpu::matmul(xv, wv, ov, no_blas); });
       const double t_blas = cpu::blas_available() ? time_median(3, [&] { (void)cpu::matmul(xv, wv, ov, with_blas); }) : 0.0;
       std::printf("%-7s %5lld %12.2f %12.2f %12.2f %12.2f %8.1fx\n", std::string(dtype_name(type)).c_str(),

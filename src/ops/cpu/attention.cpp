@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "ops/cpu/convert.h"
 #include "ops/cpu/vec_dot.h"
 #include "ops/ref/kv_cache.h"
 
@@ -87,7 +88,7 @@ Status attention(const TensorView& q, const TensorView& k_cache, const TensorVie
         const void* vr = ref::kv_row(v_cache, seq, block_size, s.slots[j], g);
         const float* v = static_cast<const float*>(vr);
         if (v_cache.dtype != DType::kF32) {
-          ref::load_kv_row(v_cache.dtype, vr, s.row.data(), head_dim_v);
+          to_f32_row(v_cache.dtype, vr, s.row.data(), head_dim_v, simd);
           v = s.row.data();
         }
         for (int64_t h = 0; h < group; ++h) {

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "formats/quant/codec.h"
 #include "ops/cpu/act_quant.h"
 #include "ops/cpu/blas_matmul.h"
+#include "ops/cpu/convert.h"
 #include "ops/cpu/vec_dot.h"
 #include "ops/ref/matmul.h"
 
@@ -76,7 +76,7 @@ void matmul_dequant(const TensorView& x, const TensorView& w, const TensorView& 
   ThreadPool::global().parallel_for(n_out, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(n_in));
     for (int64_t o = begin; o < end; ++o) {
-      (void)dequantize_row(w.dtype, w.row(o), row.data(), n_in);  // checked by check_matmul_args
+      to_f32_row(w.dtype, w.row(o), row.data(), n_in, false);  // dtype checked by check_matmul_args
       dot_all_tokens(dot, row.data(), n_tokens, n_in, [&](int64_t t) { return static_cast<const float*>(x.row(t)); },
                      out, o);
     }
@@ -91,7 +91,9 @@ Status matmul(const TensorView& x, const TensorView& w, const TensorView& out, c
   if (n_tokens == 0 || n_out == 0) return {};
 
   const bool blas_fits = n_tokens <= INT_MAX && n_out <= INT_MAX && n_in <= INT_MAX;
-  if (options.blas && blas_available() && n_tokens >= options.blas_min_tokens && blas_fits && uniform_rows(x) &&
+  const int64_t blas_min_tokens =
+      options.blas_min_tokens > 0 ? options.blas_min_tokens : traits(w.dtype).quantized ? 32 : 16;
+  if (options.blas && blas_available() && n_tokens >= blas_min_tokens && blas_fits && uniform_rows(x) &&
       uniform_rows(out)) {
     return blas_matmul(x, w, out);
   }

@@ -24,7 +24,10 @@ namespace saker::cpu {
 struct MatmulOptions {
   bool simd = true;              // AVX2 kernels when the CPU has them; false: the portable f32 path
   bool blas = true;              // OpenBLAS for large batches (ignored when built without it)
-  int64_t blas_min_tokens = 32;  // rows from which BLAS is used
+  // Rows from which BLAS is used; 0 picks by dtype: 16 for F32/F16/BF16 weights, 32 for block-quantized
+  // ones, whose integer path keeps up with sgemm plus dequantisation longer (4096 x 4096 weights: the
+  // crossover is ~64 rows on the 2-core EPYC CI machine, ~16-32 on the GPU host's Xeon).
+  int64_t blas_min_tokens = 0;
 };
 
 bool blas_available();  // built with OpenBLAS
