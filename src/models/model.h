@@ -29,7 +29,8 @@ struct ForwardBatch {
 // Which op implementations run: every optimisation can be switched off to tell a kernel bug from a
 // scheduling bug.
 struct OpsOptions {
-  bool fast_matmul = true;  // cpu::matmul (SIMD, threads, BLAS); false: ref::matmul
+  bool fast_matmul = true;     // cpu::matmul (SIMD, threads, BLAS); false: ref::matmul
+  bool fast_attention = true;  // cpu::attention (threads, SIMD); false: ref::attention
   cpu::MatmulOptions matmul;
 };
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/trace.h"
+#include "ops/cpu/attention.h"
 #include "ops/ref/add.h"
 #include "ops/ref/attention.h"
 #include "ops/ref/embedding.h"
@@ -117,7 +118,9 @@ Status Qwen3Model::forward(const ForwardBatch& batch, std::span<const LayerKv> k
     trace(k3, "k_rope", li);
     SAKER_RETURN_IF_ERROR(ref::kv_write(k3, v3, kv[l].k, kv[l].v, batch.attn));
     const TensorView attn3 = f32(attn.data(), {T, h.n_head, h.head_dim});
-    SAKER_RETURN_IF_ERROR(ref::attention(q3, kv[l].k, kv[l].v, batch.attn, attn_params, attn3));
+    SAKER_RETURN_IF_ERROR(options_.fast_attention
+                              ? cpu::attention(q3, kv[l].k, kv[l].v, batch.attn, attn_params, attn3)
+                              : ref::attention(q3, kv[l].k, kv[l].v, batch.attn, attn_params, attn3));
     trace(attn3, "attn_out", li);
     SAKER_RETURN_IF_ERROR(matmul(f32(attn.data(), {T, h.q_dim()}), L.wo, hv));
     ref::add_f32(x.data(), hbuf.data(), x.data(), T * h.n_embd);

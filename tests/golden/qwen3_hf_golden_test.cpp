@@ -65,6 +65,7 @@ Loaded load(const std::string& path, bool fast = true) {
   l.weights = std::move(w).value();
   OpsOptions ops;
   ops.fast_matmul = fast;
+  ops.fast_attention = fast;
   auto m = create_model(l.weights, ops);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   l.model = std::move(m).value();
