@@ -54,6 +54,7 @@ int run(const RunArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of -p/--prompt and --prompt-ids");
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
+  ops.fast_attention = !a.ref_ops;
   auto loaded = load_model(a.model, ops);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;

@@ -19,10 +19,12 @@ Command make_tokenize_command();
 Command make_run_command();
 Command make_synth_command();
 Command make_convert_command();
+Command make_serve_command();
+Command make_template_command();
 
 inline std::vector<Command> all_commands() {
   return {make_info_command(), make_tokenize_command(), make_run_command(), make_synth_command(),
-          make_convert_command()};
+          make_convert_command(), make_serve_command(), make_template_command()};
 }
 
 // Prints "error: <message>" to stderr and returns the exit code for a failed command.

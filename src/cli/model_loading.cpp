@@ -1,8 +1,33 @@
 #include "cli/model_loading.h"
 
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "core/log.h"
 
 namespace saker::cli {
+
+namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return in ? std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) : "";
+}
+
+}  // namespace
+
+std::string read_chat_template(const ModelWeights& w) {
+  if (const GgufFile* g = w.gguf()) return g->get_string("tokenizer.chat_template").value_or("");
+  const std::filesystem::path folder(w.path());
+  if (std::string t = read_file(folder / "chat_template.jinja"); !t.empty()) return t;
+  const nlohmann::json config = nlohmann::json::parse(read_file(folder / "tokenizer_config.json"), nullptr, false);
+  if (config.is_object() && config.contains("chat_template") && config["chat_template"].is_string()) {
+    return config["chat_template"].get<std::string>();
+  }
+  return "";
+}
 
 Result<LoadedModel> load_model(const std::string& path, const OpsOptions& ops) {
   LoadedModel lm;
@@ -25,6 +50,7 @@ Result<LoadedModel> load_model(const std::string& path, const OpsOptions& ops) {
       return tok.status().with_context(path);
     }
   }
+  lm.chat_template = read_chat_template(*lm.weights);
   return lm;
 }
 

@@ -12,7 +12,12 @@ struct LoadedModel {
   std::shared_ptr<const ModelWeights> weights;
   std::unique_ptr<Model> model;
   std::unique_ptr<text::Tokenizer> tokenizer;  // null when the model has none
+  std::string chat_template;                   // Jinja source from the model, "" when it has none
 };
+
+// The model's chat template: GGUF tokenizer.chat_template, or an HF folder's chat_template.jinja /
+// tokenizer_config.json chat_template; "" when there is none.
+std::string read_chat_template(const ModelWeights& weights);
 
 Result<LoadedModel> load_model(const std::string& path, const OpsOptions& ops);
 

@@ -1,5 +1,10 @@
 #include "engine/generator.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
 #include "engine/stop_matcher.h"
 #include "text/detokenizer.h"
 
@@ -10,6 +15,28 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
+
+// The sampled token's logprob and the n most likely tokens, all under the raw model distribution.
+GeneratedToken token_logprobs(std::span<const float> logits, int32_t id, int32_t n_top) {
+  GeneratedToken t;
+  t.id = id;
+  float max_l = -std::numeric_limits<float>::infinity();
+  for (float l : logits) max_l = std::max(max_l, l);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - max_l);
+  const float log_z = max_l + static_cast<float>(std::log(sum));
+  t.logprob = logits[id] - log_z;
+  const int64_t n = std::min<int64_t>(n_top, static_cast<int64_t>(logits.size()));
+  if (n > 0) {
+    std::vector<int32_t> ids(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    for (int64_t i = 0; i < n; ++i) t.top.push_back({ids[i], logits[ids[i]] - log_z});
+  }
+  return t;
+}
 }  // namespace
 
 const char* finish_reason_name(FinishReason r) {
@@ -17,6 +44,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::kLength: return "length";
     case FinishReason::kStop: return "stop";
     case FinishReason::kEos: return "eos";
+    case FinishReason::kCancelled: return "cancelled";
   }
   return "?";
 }
@@ -105,12 +133,18 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
   std::vector<float> logits(h.n_vocab);
   const int32_t last_row = 0;
 
+  auto cancelled = [&] { return opt.cancel && opt.cancel->load(std::memory_order_relaxed); };
   const auto t0 = Clock::now();
   const int64_t chunk = std::max<int32_t>(1, opt.prefill_chunk);
   for (int64_t begin = 0; begin < n_prompt; begin += chunk) {
     const int64_t end = std::min(n_prompt, begin + chunk);
     const int32_t out_row = static_cast<int32_t>(end - begin - 1);
     const bool last = end == n_prompt;
+    if (cancelled()) {
+      r.finish = FinishReason::kCancelled;
+      r.prompt_ms = ms_since(t0);
+      return r;
+    }
     SAKER_RETURN_IF_ERROR(step(prompt, begin, end, last ? std::span<const int32_t>(&out_row, 1)
                                                         : std::span<const int32_t>(), logits.data()));
   }
@@ -133,7 +167,13 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
   };
 
   bool keep_going = opt.max_tokens > 0;
+  std::vector<float> raw_logits;
   while (keep_going) {
+    if (cancelled()) {
+      r.finish = FinishReason::kCancelled;
+      break;
+    }
+    if (opt.top_logprobs >= 0) raw_logits = logits;  // the sampler edits logits in place
     const int32_t id = sampler.sample(logits, all);
     if (tokenizer_ && !opt.ignore_eos && tokenizer_->is_end_of_generation(id)) {
       r.finish = FinishReason::kEos;
@@ -141,10 +181,23 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
     }
     r.tokens.push_back(id);
     all.push_back(id);
+    if (opt.on_token) {
+      GeneratedToken t;
+      if (opt.top_logprobs >= 0) {
+        t = token_logprobs(raw_logits, id, opt.top_logprobs);
+      } else {
+        t.id = id;
+      }
+      if (!opt.on_token(t)) {
+        r.finish = FinishReason::kCancelled;
+        break;
+      }
+    }
     if (detok) {
       const std::string released = stops.push(detok->push(id));
       if (!emit(released) || stops.stopped()) {
         r.finish = FinishReason::kStop;
+        r.stop_string = stops.matched();
         break;
       }
     }
@@ -155,7 +208,7 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
     const int64_t pos = static_cast<int64_t>(all.size()) - 1;
     SAKER_RETURN_IF_ERROR(step(all, pos, pos + 1, std::span<const int32_t>(&last_row, 1), logits.data()));
   }
-  if (detok && r.finish != FinishReason::kStop) emit(stops.push(detok->flush()) + stops.flush());
+  if (detok && r.finish != FinishReason::kStop && r.finish != FinishReason::kCancelled) emit(stops.push(detok->flush()) + stops.flush());
   r.generate_ms = ms_since(t1);
   return r;
 }

@@ -1,0 +1,95 @@
+// `saker serve -m MODEL`: the OpenAI / Anthropic compatible HTTP server (see docs/server.md).
+#include <fmt/format.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/model_loading.h"
+#include "server/server.h"
+
+namespace saker::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  server::ServerOptions server;
+  std::string chat_template_file;
+  bool ref_ops = false;
+  int32_t load_delay_ms = 0;  // testing aid: /health stays 503 this much longer
+};
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
+
+std::string default_model_id(const std::string& path) {
+  std::filesystem::path p(path);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();  // "folder/" -> "folder"
+  std::string name = p.filename().string();
+  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name.empty() ? "saker" : name;
+}
+
+int run(ServeArgs a) {
+  if (a.server.model_id.empty()) a.server.model_id = default_model_id(a.model);
+  std::string template_override;
+  if (!a.chat_template_file.empty()) {
+    std::ifstream in(a.chat_template_file, std::ios::binary);
+    if (!in) return fail(fmt::format("--chat-template-file: cannot read '{}'", a.chat_template_file));
+    template_override.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::signal(SIGPIPE, SIG_IGN);  // a client that disconnects mid-stream is an error return, not a signal
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  OpsOptions ops;
+  ops.fast_matmul = !a.ref_ops;
+  auto loader = [&]() -> Result<server::ServedModel> {
+    if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));
+    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model(a.model, ops));
+    if (!lm.tokenizer) {
+      return make_error(StatusCode::kInvalidArgument, "{}: the model has no tokenizer; the server needs one", a.model);
+    }
+    server::ServedModel m;
+    m.weights = std::move(lm.weights);
+    m.model = std::move(lm.model);
+    m.tokenizer = std::move(lm.tokenizer);
+    m.chat_template = template_override.empty() ? lm.chat_template : template_override;
+    return m;
+  };
+  return server::run_server(a.server, loader, &g_stop);
+}
+
+}  // namespace
+
+Command make_serve_command() {
+  auto a = std::make_shared<ServeArgs>();
+  auto sub = std::make_shared<CLI::App*>(nullptr);
+  return {
+      [a, sub](CLI::App& app) {
+        CLI::App* s = app.add_subcommand("serve", "Serve a model over the OpenAI and Anthropic HTTP APIs");
+        *sub = s;
+        s->add_option("-m,--model", a->model, "Model: a .gguf file or a Hugging Face folder")->required();
+        s->add_option("--host", a->server.host, "Address to listen on")->capture_default_str();
+        s->add_option("--port", a->server.port, "Port to listen on")->capture_default_str()->check(CLI::Range(0, 65535));
+        s->add_option("--api-key", a->server.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
+        s->add_option("-c,--ctx", a->server.n_ctx, "Context size per slot in tokens (default: the model's, at most 4096)");
+        s->add_option("--parallel", a->server.n_parallel, "Requests generated at once (slots)")
+            ->capture_default_str()->check(CLI::Range(1, 256));
+        s->add_option("--model-name", a->server.model_id, "Model id in /v1/models and requests (default: file name)");
+        s->add_option("--alias", a->server.aliases, "Another model name requests may use (repeatable; '*': any)");
+        s->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template replacing the model's");
+        s->add_option("--http-threads", a->server.http_threads, "HTTP connection threads (0: 64 + 4 per slot)")
+            ->capture_default_str();
+        s->add_option("--debug-load-delay-ms", a->load_delay_ms, "Testing aid: wait this long before loading")
+            ->group("");  // hidden
+        s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
+      },
+      [sub] { return *sub && (*sub)->parsed(); },
+      [a] { return run(*a); },
+  };
+}
+
+}  // namespace saker::cli
