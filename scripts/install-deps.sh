@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git curl
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev libspdlog-dev
   libpcre2-dev libxxhash-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev

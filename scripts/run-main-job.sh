@@ -1,35 +1,39 @@
 #!/usr/bin/env bash
-# saker's main job. Serving arrives with the server milestone and real small models with the one after it;
-# until then this runs what the build can do today and says so plainly: generate text on the CPU with a
-# tiny random-weight Qwen3 (written by `saker synth`, so its text is noise), and inspect and tokenize with it.
-# `make run MODEL=path` runs a model of yours instead (a .gguf file or a Hugging Face folder).
+# saker's main job: serve a model over the OpenAI / Anthropic APIs and answer a chat request.
+# saker ships no trained model yet (the real small models arrive with the next milestone), so by default this
+# serves a tiny random-weight Qwen3 written by `saker synth` and says so plainly: its answer is noise by
+# construction. `make run MODEL=path` serves a model of yours (a .gguf file or a Hugging Face folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SAKER=${1:-build/bin/saker}
 MODEL=${2:-}
+PORT=${SAKER_RUN_PORT:-18080}
 
 echo "== $($SAKER --version)"
-echo
 if [ -z "$MODEL" ]; then
   MODEL=build/demo/tiny-q8_0.gguf
   mkdir -p build/demo
-  echo "saker does not serve requests yet (next milestone) and ships no trained model yet. Demo model:"
-  echo "a tiny random-weight Qwen3 written by 'saker synth' — its output is noise by construction."
   echo
-  echo "== saker synth --preset tiny --type q8_0 -o $MODEL"
+  echo "No model given and none bundled yet: serving a tiny random-weight Qwen3 written by 'saker synth'."
+  echo "Its answer below is noise by construction; run 'make run MODEL=your-model.gguf' for a real one."
   $SAKER synth --preset tiny --type q8_0 -o "$MODEL" 2>/dev/null
-  echo
 fi
 
-if [ -f "$MODEL" ]; then
-  echo "== saker info $MODEL (first lines)"
-  $SAKER info "$MODEL" | head -24 || true
-  echo
-fi
-
-prompt="Write a haiku about mountains."
-echo "== saker run -m $MODEL -p \"$prompt\" -n 48"
-$SAKER --log-level warn run -m "$MODEL" -p "$prompt" -n 48 --seed 1
 echo
-echo "== printf 'Hello world, this is saker!' | saker tokenize -m $MODEL"
-printf 'Hello world, this is saker!' | $SAKER tokenize -m "$MODEL" --ids || echo "(this model has no tokenizer)"
+echo "== saker serve -m $MODEL --port $PORT"
+$SAKER --log-level warn serve -m "$MODEL" --port "$PORT" &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 300); do
+  curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
+  kill -0 $server 2>/dev/null || { echo "saker serve exited"; exit 1; }
+  sleep 0.2
+done
+
+request='{"messages": [{"role": "user", "content": "Write a haiku about mountains."}], "max_tokens": 48, "seed": 1}'
+echo "== POST /v1/chat/completions $request"
+curl -sS "http://127.0.0.1:$PORT/v1/chat/completions" -H 'Content-Type: application/json' -d "$request" |
+  python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print("answer:", r["choices"][0]["message"]["content"])
+print("usage: ", r["usage"])'
