@@ -29,6 +29,13 @@ void pack_scales_mins(const int* sc, const int* m, uint8_t* s);
 float fit_affine_codes(const float* x, const float* w, int n, int nmax, float rmin, float rdelta, int nstep,
                        uint8_t* L, float* offset);
 
+// The shared first half of the Q4_K / Q5_K quantisers for one 256-element super-block: per sub-block affine
+// fits (weights rms + |x|), the eight scales and mins to 6 bits against two f16 super-scales written to
+// dst[0..4) with the packed table at dst[4..16), then every code L[256] in [0, nmax] recomputed against the
+// scales as they will decode. The caller packs L into its own bit layout.
+void quantize_k_affine_superblock(const float* src, int nmax, float rmin, float rdelta, int nstep, uint8_t* dst,
+                                  uint8_t* L);
+
 // Fits x[i] ~ scale * (L[i] - nmax) with signed codes in [-nmax, nmax - 1], weighting by x^2, trying inverse
 // scales around -nmax / max (max: the signed value of largest magnitude). Returns scale (0 for an all-zero
 // group, with every L = nmax).

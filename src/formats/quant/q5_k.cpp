@@ -50,46 +50,8 @@ void dequantize_q5_k(const uint8_t* src, float* dst, int64_t n_blocks) {
 
 void quantize_q5_k(const float* src, uint8_t* dst, int64_t n_blocks) {
   uint8_t L[kSuperBlock];
-  float weights[kSub];
-  float scales[8], mins[8];
   for (int64_t b = 0; b < n_blocks; ++b, src += kSuperBlock, dst += kBytes) {
-    // Per sub-block affine fit, weighting each element by (rms of the sub-block + |x|).
-    float max_scale = 0.0f, max_min = 0.0f;
-    for (int j = 0; j < 8; ++j) {
-      const float* x = src + kSub * j;
-      float sum_x2 = 0.0f;
-      for (int l = 0; l < kSub; ++l) sum_x2 += x[l] * x[l];
-      const float rms = std::sqrt(sum_x2 / kSub);
-      for (int l = 0; l < kSub; ++l) weights[l] = rms + std::fabs(x[l]);
-      scales[j] = fit_affine_codes(x, weights, kSub, kNmax, -0.5f, 0.1f, 15, L + kSub * j, &mins[j]);
-      max_scale = std::max(max_scale, scales[j]);
-      max_min = std::max(max_min, mins[j]);
-    }
-    // Sub-block scales and mins to 6 bits against two f16 super-scales.
-    const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
-    int ls[8], lm[8];
-    for (int j = 0; j < 8; ++j) {
-      ls[j] = std::min(63, nearest_int(inv_scale * scales[j]));
-      lm[j] = std::min(63, nearest_int(inv_min * mins[j]));
-    }
-    uint8_t* packed = dst + 4;
-    pack_scales_mins(ls, lm, packed);
-    store_f16(dst, max_scale / 63.0f);
-    store_f16(dst + 2, max_min / 63.0f);
-    // Codes again, against the scales as they will decode.
-    const float d = load_f16(dst);
-    const float dmin = load_f16(dst + 2);
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      unpack_scale_min(packed, j, &sc, &m);
-      const float ds = d * sc;
-      if (ds == 0.0f) continue;
-      const float dm = dmin * m;
-      for (int l = 0; l < kSub; ++l) {
-        L[kSub * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((src[kSub * j + l] + dm) / ds), 0, kNmax));
-      }
-    }
+    quantize_k_affine_superblock(src, kNmax, -0.5f, 0.1f, 15, dst, L);
     uint8_t* qh = dst + 16;
     uint8_t* qs = dst + 48;
     std::memset(qh, 0, 32);
