@@ -1,0 +1,63 @@
+#pragma once
+// Paged attention on the GPU over an f16 KV cache [n_blocks, block_size, n_head_kv, head_dim], with the
+// same semantics as ref::attention (causal, tree and full masks, sliding window, soft cap, GQA).
+//
+// The batch metadata travels as one int32 array (DeviceAttentionBatch) that the host packs and copies in
+// one transfer. Launch shapes depend only on the capacities passed in AttentionLaunch (never on the
+// sequence lengths, which the kernels read from device memory), so a captured CUDA graph replays for any
+// lengths up to those capacities.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "ops/attention_batch.h"
+
+namespace saker::cuda {
+
+// Offsets (in int32 elements) of each field inside the packed array; sizes follow from n_tokens/n_seqs.
+struct PackedAttentionLayout {
+  int32_t n_tokens = 0, n_seqs = 0, n_block_table = 0;
+  int32_t token_seq = 0, token_slot = 0, token_pos = 0, token_parent = 0;  // [n_tokens] each
+  int32_t seq_n_ctx = 0, seq_mask = 0, seq_tree_start = 0, seq_table = 0;   // [n_seqs] each
+  int32_t block_tables = 0;                                                // [n_block_table]
+  int32_t total = 0;
+};
+
+// Packs `batch` (validated by the caller) into `packed`, returning its layout. token_parent is filled
+// with -1 when the batch has no tree.
+PackedAttentionLayout pack_attention_batch(const AttentionBatch& batch, std::vector<int32_t>* packed);
+
+// Device view of a packed batch: `data` points at the device copy of the packed array.
+struct DeviceAttentionBatch {
+  PackedAttentionLayout layout;
+  const int32_t* data = nullptr;
+  int32_t block_size = 16;
+};
+
+struct AttentionLaunch {
+  int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
+  float scale = 0.0f;          // 0: 1/sqrt(head_dim)
+  float soft_cap = 0.0f;       // > 0: soft_cap * tanh(s / soft_cap)
+  int32_t sliding_window = 0;  // > 0: keys with position > query position - window
+  int32_t max_ctx = 0;         // capacity: no sequence of this batch has n_ctx above it
+};
+
+// Writes each token's k/v row ([n_tokens, n_head_kv, head_dim] f32, row stride `token_stride` floats) to
+// its slot of the f16 caches.
+Status kv_write(const float* k, const float* v, int64_t token_stride, __half* k_cache, __half* v_cache,
+                const DeviceAttentionBatch& batch, int32_t n_head_kv, int32_t head_dim, cudaStream_t stream);
+
+// Scratch bytes the attention kernels need for a launch of this shape (split-K partials).
+size_t attention_workspace_bytes(const DeviceAttentionBatch& batch, const AttentionLaunch& launch);
+
+// q: [n_tokens, n_head, head_dim] f32 (row stride `q_stride` floats between tokens); out: [n_tokens, n_head,
+// head_dim] f32 packed. Chooses a decode kernel (few queries per sequence, split over the keys) or a
+// prefill kernel (tiles of queries) from the batch shape.
+Status attention(const float* q, int64_t q_stride, const __half* k_cache, const __half* v_cache,
+                 const DeviceAttentionBatch& batch, const AttentionLaunch& launch, float* out, void* workspace,
+                 size_t workspace_bytes, cudaStream_t stream);
+
+}  // namespace saker::cuda

@@ -1,0 +1,60 @@
+#pragma once
+// Weight-times-activation on the GPU for every weight dtype saker loads, plus the weight upload and the
+// embedding lookup that share its device weight layout.
+//
+//   out[t, o] (+)= sum_i x[t, i] * W[o, i]      x, out f32 on the device; W in its stored (quantized) form
+//
+// Decode and speculative verify (1-64 rows) run hand-written kernels that read each weight byte once per
+// call; wider batches (prefill) go through cuBLASLt, dequantising quantized weights into a scratch buffer
+// first. Which path runs is decided here, by the row count, so callers never choose.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace saker::cuda {
+
+// A weight matrix [n_out, n_in] resident on the device. Several host tensors of one dtype can be stacked
+// along n_out into one matrix (q|k|v, gate|up) so one launch reads them all.
+struct DeviceMatrix {
+  DType type = DType::kF32;
+  int64_t n_out = 0;
+  int64_t n_in = 0;
+  void* data = nullptr;  // owned; layout private to the matmul kernels (GGUF rows, or repacked)
+  size_t bytes = 0;
+  int32_t layout = 0;    // 0: GGUF row-major blocks as on disk; other values name a repacked layout
+};
+
+// The dtypes the CUDA matmul and embedding accept.
+bool matmul_supports(DType type);
+
+// Uploads host tensors [n_out_i, n_in] (same dtype, same n_in) stacked along n_out; synchronous.
+Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts);
+void free_matrix(DeviceMatrix* m);
+
+// Scratch and library handles of the matmul paths, one per stream. max_rows bounds `rows` in matmul();
+// the scratch for dequantised weights is sized for the largest matrix registered with reserve().
+class MatmulContext {
+ public:
+  static Result<std::unique_ptr<MatmulContext>> create(int64_t max_rows, int64_t max_n_in, int64_t max_n_out);
+  virtual ~MatmulContext() = default;
+  // Rows at or under this count take the custom kernels (graph-capturable, no library calls).
+  virtual int64_t max_kernel_rows() const = 0;
+};
+
+// x: [rows, w.n_in] f32 (row stride n_in); out: [rows, w.n_out] f32 (row stride out_stride, >= n_out).
+// accumulate: out += W x (residual fused into the epilogue) instead of out = W x.
+Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows, float* out,
+              int64_t out_stride, bool accumulate, cudaStream_t stream);
+
+// out[t, :] = table[tokens[t], :] dequantised to f32 (scale multiplies every element, e.g. sqrt(n_embd)
+// for Gemma). tokens: device int32 [n]; out: device f32 [n, table.n_in].
+Status embedding(const DeviceMatrix& table, const int32_t* tokens, int64_t n, float scale, float* out,
+                 cudaStream_t stream);
+
+}  // namespace saker::cuda
