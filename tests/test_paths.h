@@ -1,11 +1,17 @@
 #pragma once
 // Where tests find outside oracles (../shared/data from the project's root) and the project's own data.
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 namespace saker::testing {
 
-inline std::filesystem::path source_dir() { return SAKER_SOURCE_DIR; }
+// The checkout the tests were built from; SAKER_TEST_SOURCE_DIR overrides it when prebuilt test binaries run
+// beside another copy of the tree (e.g. on a GPU machine).
+inline std::filesystem::path source_dir() {
+  if (const char* dir = std::getenv("SAKER_TEST_SOURCE_DIR"); dir && *dir) return dir;
+  return SAKER_SOURCE_DIR;
+}
 inline std::filesystem::path project_data_dir() { return source_dir() / "tests" / "data"; }
 
 // ../shared/data/<sub>, or an empty path when absent (a user's machine): tests then GTEST_SKIP saying so.

@@ -31,6 +31,8 @@ struct RunArgs {
   bool ignore_eos = false;
   bool no_special = false;
   bool ref_ops = false;
+  std::string device = "auto";
+  bool no_graphs = false;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& s) {
@@ -55,7 +57,8 @@ int run(const RunArgs& a) {
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.fast_attention = !a.ref_ops;
-  auto loaded = load_model(a.model, ops);
+  ops.cuda_graphs = !a.no_graphs;
+  auto loaded = load_model_on(a.model, ops, a.device);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;
 
@@ -143,6 +146,8 @@ Command make_run_command() {
         s->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-generation tokens");
         s->add_flag("--no-special", a->no_special, "Do not add BOS/EOS to the prompt");
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
+        s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
+        s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

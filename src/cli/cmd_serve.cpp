@@ -18,6 +18,8 @@ struct ServeArgs {
   server::ServerOptions server;
   std::string chat_template_file;
   bool ref_ops = false;
+  std::string device = "auto";
+  bool no_graphs = false;
   int32_t load_delay_ms = 0;  // testing aid: /health stays 503 this much longer
 };
 
@@ -46,9 +48,10 @@ int run(ServeArgs a) {
   std::signal(SIGTERM, on_stop_signal);
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
+  ops.cuda_graphs = !a.no_graphs;
   auto loader = [&]() -> Result<server::ServedModel> {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));
-    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model(a.model, ops));
+    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, a.device));
     if (!lm.tokenizer) {
       return make_error(StatusCode::kInvalidArgument, "{}: the model has no tokenizer; the server needs one", a.model);
     }
@@ -86,6 +89,8 @@ Command make_serve_command() {
         s->add_option("--debug-load-delay-ms", a->load_delay_ms, "Testing aid: wait this long before loading")
             ->group("");  // hidden
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
+        s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
+        s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

@@ -54,4 +54,15 @@ Result<LoadedModel> load_model(const std::string& path, const OpsOptions& ops) {
   return lm;
 }
 
+Result<LoadedModel> load_model_on(const std::string& path, OpsOptions ops, const std::string& device) {
+  SAKER_ASSIGN_OR_RETURN(ops.device, parse_device(device));
+  auto lm = load_model(path, ops);
+  if (lm.ok() || device != "auto" || ops.device != Device::kCuda || lm.status().code() != StatusCode::kUnsupported) {
+    return lm;
+  }
+  SAKER_LOG_WARN("{}; running on the CPU", lm.status().to_string());
+  ops.device = Device::kCpu;
+  return load_model(path, ops);
+}
+
 }  // namespace saker::cli

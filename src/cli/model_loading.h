@@ -21,4 +21,8 @@ std::string read_chat_template(const ModelWeights& weights);
 
 Result<LoadedModel> load_model(const std::string& path, const OpsOptions& ops);
 
+// load_model on the device a --device flag names ("cpu", "cuda", "auto"). "auto" takes the GPU when one is
+// usable and falls back to the CPU, with a warning, when the GPU backend cannot run this model.
+Result<LoadedModel> load_model_on(const std::string& path, OpsOptions ops, const std::string& device);
+
 }  // namespace saker::cli

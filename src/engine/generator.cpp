@@ -67,6 +67,7 @@ Result<std::unique_ptr<Generator>> Generator::create(Model& model, const text::T
   c.block_size = 16;
   c.n_blocks = (n_ctx + c.block_size - 1) / c.block_size;
   c.dtype = kv_dtype;
+  c.host_storage = !model.owns_kv_cache();
   SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(c));
   std::unique_ptr<Generator> g(new Generator(model, tokenizer, n_ctx, std::move(kv)));
   // One sequence owns the whole cache: its block table is every block, in allocation order.

@@ -19,9 +19,14 @@ Result<KvCache> KvCache::create(const KvCacheConfig& c) {
   try {
     for (int64_t l = 0; l < c.n_layer; ++l) {
       LayerKv layer;
+      layer.owner = kv.identity_.get();
       for (int which = 0; which < 2; ++which) {
-        kv.buffers_.emplace_back(bytes);
-        TensorView t = TensorView::contiguous(kv.buffers_.back().data(), c.dtype,
+        void* data = nullptr;
+        if (c.host_storage) {
+          kv.buffers_.emplace_back(bytes);
+          data = kv.buffers_.back().data();
+        }
+        TensorView t = TensorView::contiguous(data, c.dtype,
                                               {c.n_blocks, c.block_size, c.n_head_kv, c.head_dim});
         (which == 0 ? layer.k : layer.v) = t;
       }

@@ -1,6 +1,7 @@
 #pragma once
 // KvCache: host storage for every layer's paged K and V, [n_blocks, block_size, n_head_kv, head_dim] each.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/buffer.h"
@@ -15,6 +16,7 @@ struct KvCacheConfig {
   int64_t block_size = 16;  // tokens per block
   int64_t n_blocks = 0;
   DType dtype = DType::kF32;  // f32, f16 or bf16
+  bool host_storage = true;   // false: views carry the geometry only (a device model owns the cache)
 };
 
 class KvCache {
@@ -29,6 +31,7 @@ class KvCache {
   KvCacheConfig config_;
   std::vector<HostBuffer> buffers_;  // k0, v0, k1, v1, ...
   std::vector<LayerKv> layers_;
+  std::shared_ptr<int> identity_ = std::make_shared<int>(0);  // stable across moves: LayerKv::owner
 };
 
 }  // namespace saker

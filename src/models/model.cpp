@@ -1,11 +1,38 @@
 #include "models/model.h"
 
 #include "models/qwen3.h"
+#include "ops/device_info.h"
+#if SAKER_HAS_CUDA
+#include "models/cuda/cuda_decoder.h"
+#endif
 
 namespace saker {
 
+Result<Device> parse_device(const std::string& name) {
+  if (name == "cpu") return Device::kCpu;
+  if (name == "cuda" || name == "auto") {
+#if SAKER_HAS_CUDA
+    std::string why;
+    if (!cuda_devices(&why).empty()) return Device::kCuda;
+    if (name == "auto") return Device::kCpu;
+    return make_error(StatusCode::kUnsupported, "--device cuda: no usable GPU ({})", why);
+#else
+    if (name == "auto") return Device::kCpu;
+    return make_error(StatusCode::kUnsupported, "--device cuda: this saker was built without the CUDA backend");
+#endif
+  }
+  return make_error(StatusCode::kInvalidArgument, "unknown device '{}' (expected cpu, cuda or auto)", name);
+}
+
 Result<std::unique_ptr<Model>> create_model(std::shared_ptr<const ModelWeights> weights, OpsOptions options) {
   const std::string& arch = weights->hparams().arch;
+  if (options.device == Device::kCuda) {
+#if SAKER_HAS_CUDA
+    return CudaDecoder::create(std::move(weights), options);
+#else
+    return make_error(StatusCode::kUnsupported, "this saker was built without the CUDA backend");
+#endif
+  }
   if (arch == "qwen3") return Qwen3Model::create(std::move(weights), options);
   return make_error(StatusCode::kUnsupported, "no forward pass for architecture '{}'", arch);
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "core/status.h"
 #include "core/tensor.h"
@@ -18,6 +19,9 @@ namespace saker {
 struct LayerKv {
   TensorView k;  // [n_blocks, block_size, n_head_kv, head_dim]
   TensorView v;  // [n_blocks, block_size, n_head_kv, head_dim]
+  // Identifies the cache these views belong to, so a model that keeps KV on its device holds one device
+  // cache per engine cache (data is null then).
+  const void* owner = nullptr;
 };
 
 struct ForwardBatch {
@@ -29,10 +33,17 @@ struct ForwardBatch {
 // Which op implementations run: every optimisation can be switched off to tell a kernel bug from a
 // scheduling bug.
 struct OpsOptions {
+  Device device = Device::kCpu;
   bool fast_matmul = true;     // cpu::matmul (SIMD, threads, BLAS); false: ref::matmul
   bool fast_attention = true;  // cpu::attention (threads, SIMD); false: ref::attention
   cpu::MatmulOptions matmul;
+  // CUDA: tokens one forward may carry (the scratch buffers are sized for it; longer batches are split).
+  int64_t max_batch_tokens = 2048;
+  bool cuda_graphs = true;     // capture decode steps (<= 64 tokens) in CUDA graphs and replay them
 };
+
+// "cpu" | "cuda" | "auto" (cuda when a GPU is visible and the CUDA backend is built).
+Result<Device> parse_device(const std::string& name);
 
 class Model {
  public:
@@ -40,6 +51,10 @@ class Model {
   virtual const ModelHParams& hparams() const = 0;
   // logits: [n_outputs, n_vocab] f32. K/V of every batch token are written to `kv` at their slots.
   virtual Status forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) = 0;
+  // True when the model keeps the KV cache itself (on its device): the engine then passes views that carry
+  // the cache geometry with no host storage behind them.
+  virtual bool owns_kv_cache() const { return false; }
+  virtual Device device() const { return Device::kCpu; }
 };
 
 // Binds the weights of a supported architecture (errors name a missing tensor or a wrong shape).

@@ -1,0 +1,267 @@
+// `saker bench -m MODEL`: prefill, decode and verify-width speed of a model on the CPU or the GPU, with the
+// median of repeated runs and the share of the machine's roofline (bytes per step over memory bandwidth for
+// decode, FLOPs over the matrix rate for prefill). --json writes every figure for later comparison.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/bench_ceilings.h"
+#include "cli/commands.h"
+#include "cli/model_loading.h"
+#include "engine/block_allocator.h"
+#include "engine/kv_cache.h"
+
+namespace saker::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::string device = "auto";
+  std::vector<int64_t> prefill = {512, 2048, 8192};
+  std::vector<int64_t> decode_ctx = {0, 4096};
+  int64_t n_decode = 128;
+  std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 64};
+  int64_t verify_ctx = 512;
+  int reps = 5;
+  int warmup = 1;
+  std::string json;
+  double bandwidth_gbs = 0;  // 0: the device's default (GPU) or a measurement (CPU)
+  double tflops = 0;
+  int64_t batch_tokens = 2048;
+  bool no_graphs = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+struct Sample {
+  std::string test;
+  int64_t tokens = 0;  // tokens per timed unit
+  int64_t ctx = 0;     // context before the timed tokens
+  std::vector<double> ms;
+  double roofline_ms = 0;  // the ceiling's time for the same unit
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One sequence over the whole cache; builds chain batches at any slot.
+class Bench {
+ public:
+  Bench(Model& model, KvCache& kv) : model_(model), kv_(kv), h_(model.hparams()) {
+    table_.resize(kv.config().n_blocks);
+    for (size_t i = 0; i < table_.size(); ++i) table_[i] = static_cast<int32_t>(i);
+  }
+
+  // Forwards tokens [start, start + n) of the chain; logits for the last `n_out` rows.
+  Status step(int64_t start, int64_t n, int64_t n_out) {
+    tokens_.resize(n);
+    for (auto& t : tokens_) t = static_cast<int32_t>(rng_() % static_cast<uint64_t>(h_.n_vocab));
+    seq_.assign(n, 0);
+    slot_.resize(n);
+    for (int64_t i = 0; i < n; ++i) slot_[i] = static_cast<int32_t>(start + i);
+    out_.resize(n_out);
+    for (int64_t i = 0; i < n_out; ++i) out_[i] = static_cast<int32_t>(n - n_out + i);
+    logits_.resize(n_out * h_.n_vocab);
+    AttentionSequence s;
+    s.block_table = table_;
+    s.n_ctx = static_cast<int32_t>(start + n);
+    ForwardBatch b;
+    b.tokens = tokens_;
+    b.attn.sequences = std::span<const AttentionSequence>(&s, 1);
+    b.attn.token_seq = seq_;
+    b.attn.token_slot = slot_;
+    b.attn.token_pos = slot_;
+    b.output_rows = out_;
+    return model_.forward(b, kv_.layers(), logits_.data());
+  }
+
+  // Fills slots [0, n) in chunks (untimed context for decode and verify).
+  Status fill(int64_t n, int64_t chunk) {
+    for (int64_t b = 0; b < n; b += chunk) SAKER_RETURN_IF_ERROR(step(b, std::min(chunk, n - b), 1));
+    return {};
+  }
+
+  const std::vector<float>& logits() const { return logits_; }
+
+ private:
+  Model& model_;
+  KvCache& kv_;
+  const ModelHParams& h_;
+  std::mt19937_64 rng_{1234};
+  std::vector<int32_t> table_, tokens_, seq_, slot_, out_;
+  std::vector<float> logits_;
+};
+
+template <typename F>
+Result<std::vector<double>> time_runs(int warmup, int reps, F&& run) {
+  for (int i = 0; i < warmup; ++i) SAKER_RETURN_IF_ERROR(run());
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    SAKER_RETURN_IF_ERROR(run());
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  return ms;
+}
+
+int run(const BenchArgs& a) {
+  if (a.reps < 1) return fail("--reps must be >= 1");
+  OpsOptions ops;
+  ops.max_batch_tokens = a.batch_tokens;
+  ops.cuda_graphs = !a.no_graphs;
+  auto loaded = load_model_on(a.model, ops, a.device);
+  if (!loaded.ok()) return fail(loaded.status().to_string());
+  Model& model = *loaded->model;
+  const ModelHParams& h = model.hparams();
+  const ModelCost cost = model_cost(*loaded->weights);
+
+  int64_t need = a.verify_ctx + 64;
+  for (int64_t p : a.prefill) need = std::max(need, p);
+  for (int64_t c : a.decode_ctx) need = std::max(need, c + a.n_decode);
+  for (int64_t r : a.rows) need = std::max(need, a.verify_ctx + r);
+  KvCacheConfig kc;
+  kc.n_layer = h.n_layer;
+  kc.n_head_kv = h.n_head_kv;
+  kc.head_dim = h.head_dim;
+  kc.block_size = 16;
+  kc.n_blocks = (need + kc.block_size - 1) / kc.block_size;
+  kc.dtype = model.device() == Device::kCuda ? DType::kF16 : DType::kF32;
+  kc.host_storage = !model.owns_kv_cache();
+  auto kv = KvCache::create(kc);
+  if (!kv.ok()) return fail(kv.status().to_string());
+
+  Ceilings ceil = model.device() == Device::kCuda ? gpu_ceilings() : measure_cpu_ceilings();
+  if (a.bandwidth_gbs > 0) ceil.bandwidth_gbs = a.bandwidth_gbs;
+  if (a.tflops > 0) ceil.tflops = a.tflops;
+  const double kv_elem = kc.dtype == DType::kF32 ? 4.0 : 2.0;
+  const double kv_bytes_per_token = 2.0 * h.n_layer * h.kv_dim() * kv_elem;  // K and V of one position
+
+  fmt::print(stderr, "bench: {} on {} | {} | weights read per decode step {:.2f} GiB | ceilings {:.0f} GB/s, {:.1f} TFLOP/s ({})\n",
+             a.model, device_name(model.device()), h.summary(), cost.decode_bytes / double(1 << 30),
+             ceil.bandwidth_gbs, ceil.tflops, ceil.source);
+
+  Bench bench(model, *kv);
+  std::vector<Sample> samples;
+  const int64_t chunk = std::max<int64_t>(64, a.batch_tokens);
+  auto fail_at = [](const std::string& what, const Status& s) { return fail(fmt::format("{}: {}", what, s.to_string())); };
+
+  for (int64_t n : a.prefill) {
+    Sample s{fmt::format("pp{}", n), n, 0, {}, 0};
+    auto ms = time_runs(a.warmup, a.reps, [&] { return bench.step(0, n, 1); });
+    if (!ms.ok()) return fail_at(s.test, ms.status());
+    s.ms = *ms;
+    // Matrix FLOPs of every token through the layers, the head for one row, causal attention (QK and PV).
+    const double flops = 2.0 * cost.layer_params * n + 2.0 * cost.head_params +
+                         4.0 * h.n_layer * h.q_dim() * (static_cast<double>(n) * (n + 1) / 2);
+    s.roofline_ms = flops / (ceil.tflops * 1e12) * 1e3;
+    samples.push_back(s);
+    fmt::print(stderr, "  {:<12} {:>9.2f} ms  {:>10.1f} tok/s\n", s.test, median(s.ms), n * 1e3 / median(s.ms));
+  }
+  for (int64_t c : a.decode_ctx) {
+    if (auto st = bench.fill(c, chunk); !st.ok()) return fail_at("context fill", st);
+    Sample s{fmt::format("tg{}@{}", a.n_decode, c), a.n_decode, c, {}, 0};
+    auto ms = time_runs(a.warmup, a.reps, [&]() -> Status {
+      for (int64_t i = 0; i < a.n_decode; ++i) SAKER_RETURN_IF_ERROR(bench.step(c + i, 1, 1));
+      return {};
+    });
+    if (!ms.ok()) return fail_at(s.test, ms.status());
+    s.ms = *ms;
+    const double avg_ctx = c + (a.n_decode + 1) / 2.0;
+    s.roofline_ms = a.n_decode * (cost.decode_bytes + avg_ctx * kv_bytes_per_token) / (ceil.bandwidth_gbs * 1e9) * 1e3;
+    samples.push_back(s);
+    fmt::print(stderr, "  {:<12} {:>9.2f} ms  {:>10.1f} tok/s\n", s.test, median(s.ms), a.n_decode * 1e3 / median(s.ms));
+  }
+  if (!a.rows.empty()) {
+    if (auto st = bench.fill(a.verify_ctx, chunk); !st.ok()) return fail_at("context fill", st);
+  }
+  const int verify_steps = 10;
+  for (int64_t r : a.rows) {
+    Sample s{fmt::format("verify{}@{}", r, a.verify_ctx), r, a.verify_ctx, {}, 0};
+    std::vector<double> per_step;
+    auto ms = time_runs(a.warmup, a.reps, [&]() -> Status {
+      for (int i = 0; i < verify_steps; ++i) SAKER_RETURN_IF_ERROR(bench.step(a.verify_ctx, r, r));
+      return {};
+    });
+    if (!ms.ok()) return fail_at(s.test, ms.status());
+    for (double m : *ms) s.ms.push_back(m / verify_steps);
+    s.roofline_ms = (cost.decode_bytes + (a.verify_ctx + r) * kv_bytes_per_token) / (ceil.bandwidth_gbs * 1e9) * 1e3;
+    samples.push_back(s);
+    fmt::print(stderr, "  {:<12} {:>9.3f} ms/step\n", s.test, median(s.ms));
+  }
+
+  // The table: tokens/s for prefill and decode, ms per step and the cost relative to one row for verify.
+  double one_row_ms = 0;
+  for (const Sample& s : samples) {
+    if (s.test.rfind("verify1@", 0) == 0) one_row_ms = median(s.ms);
+  }
+  nlohmann::json results = nlohmann::json::array();
+  fmt::print("| test | ctx | ms (median) | spread | tok/s | % roofline | x 1 row |\n|---|---|---|---|---|---|---|\n");
+  for (const Sample& s : samples) {
+    const double med = median(s.ms);
+    const auto [lo, hi] = std::minmax_element(s.ms.begin(), s.ms.end());
+    const double spread = med > 0 ? (*hi - *lo) / med * 100 : 0;
+    const bool verify = s.test.rfind("verify", 0) == 0;
+    const double tok_s = s.tokens * 1e3 / med;
+    const double pct = s.roofline_ms / med * 100;
+    const std::string rel = verify && one_row_ms > 0 ? fmt::format("{:.2f}", med / one_row_ms) : "";
+    fmt::print("| {} | {} | {:.3f} | {:.1f}% | {:.1f} | {:.1f}% | {} |\n", s.test, s.ctx, med, spread, tok_s, pct, rel);
+    results.push_back({{"test", s.test}, {"tokens", s.tokens}, {"ctx", s.ctx}, {"ms_median", med}, {"ms_runs", s.ms},
+                       {"tokens_per_s", tok_s}, {"roofline_ms", s.roofline_ms}, {"pct_roofline", pct},
+                       {"relative_to_one_row", verify && one_row_ms > 0 ? med / one_row_ms : 0.0}});
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = {{"model", a.model},
+                        {"device", device_name(model.device())},
+                        {"geometry", h.summary()},
+                        {"decode_weight_bytes", cost.decode_bytes},
+                        {"layer_params", cost.layer_params},
+                        {"head_params", cost.head_params},
+                        {"weight_types", cost.type_summary},
+                        {"ceilings", {{"bandwidth_gbs", ceil.bandwidth_gbs}, {"tflops", ceil.tflops}, {"source", ceil.source}}},
+                        {"reps", a.reps},
+                        {"results", results}};
+    std::ofstream f(a.json);
+    f << j.dump(2) << "\n";
+    if (!f) return fail(fmt::format("cannot write {}", a.json));
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command make_bench_command() {
+  auto a = std::make_shared<BenchArgs>();
+  auto sub = std::make_shared<CLI::App*>(nullptr);
+  return {
+      [a, sub](CLI::App& app) {
+        CLI::App* s = app.add_subcommand("bench", "Measure prefill, decode and verify speed against the roofline");
+        *sub = s;
+        s->add_option("-m,--model", a->model, "Model: a .gguf file or a Hugging Face folder")->required();
+        s->add_option("--device", a->device, "cpu, cuda or auto")->capture_default_str();
+        s->add_option("-p,--prefill", a->prefill, "Prefill lengths (tokens)")->delimiter(',')->capture_default_str();
+        s->add_option("--decode-ctx", a->decode_ctx, "Contexts to decode at")->delimiter(',')->capture_default_str();
+        s->add_option("-n,--n-decode", a->n_decode, "Tokens per decode run")->capture_default_str();
+        s->add_option("--rows", a->rows, "Verify widths: rows of one sequence per step")->delimiter(',')->capture_default_str();
+        s->add_option("--verify-ctx", a->verify_ctx, "Context before the verify rows")->capture_default_str();
+        s->add_option("-r,--reps", a->reps, "Timed runs per test (median reported)")->capture_default_str();
+        s->add_option("--warmup", a->warmup, "Untimed runs before the timed ones")->capture_default_str();
+        s->add_option("--json", a->json, "Write the results as JSON to this file");
+        s->add_option("--bandwidth", a->bandwidth_gbs, "Memory bandwidth ceiling in GB/s (default: GPU 4280, CPU measured)");
+        s->add_option("--tflops", a->tflops, "Matrix rate ceiling in TFLOP/s (default: GPU 800, CPU measured)");
+        s->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward (prefill chunks)")->capture_default_str();
+        s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time");
+      },
+      [sub] { return *sub && (*sub)->parsed(); },
+      [a] { return run(*a); },
+  };
+}
+
+}  // namespace saker::cli

@@ -1,0 +1,466 @@
+#include "models/cuda/cuda_decoder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/log.h"
+#include "formats/quant/codec.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/gather_rows.h"
+#include "ops/cuda/norm_rope.h"
+
+namespace saker {
+namespace {
+
+constexpr int64_t kGraphMaxTokens = 64;   // the verify widths speculative decoding needs
+constexpr int64_t kMinCtxCapacity = 256;  // smallest context bucket a graph is captured for
+
+int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+CudaDecoder::~CudaDecoder() {
+  for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
+  for (cuda::DeviceMatrix* m : all_matrices()) cuda::free_matrix(m);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::vector<cuda::DeviceMatrix*> CudaDecoder::all_matrices() {
+  std::vector<cuda::DeviceMatrix*> out;
+  out.push_back(&token_embd_);
+  if (!output_tied_) out.push_back(&output_);
+  for (Layer& L : layers_) {
+    for (auto& m : L.qkv.parts) out.push_back(&m);
+    for (auto& m : L.gate_up.parts) out.push_back(&m);
+    out.push_back(&L.wo);
+    out.push_back(&L.down);
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Model>> CudaDecoder::create(std::shared_ptr<const ModelWeights> weights,
+                                                   const OpsOptions& options) {
+  std::unique_ptr<CudaDecoder> m(new CudaDecoder());
+  SAKER_RETURN_IF_ERROR(m->init(std::move(weights), options));
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+Status CudaDecoder::init(std::shared_ptr<const ModelWeights> weights, const OpsOptions& options) {
+  weights_ = std::move(weights);
+  options_ = options;
+  hp_ = weights_->hparams();
+  if (hp_.arch != "qwen3" && hp_.arch != "llama") {
+    return make_error(StatusCode::kUnsupported, "the CUDA backend has no forward pass for architecture '{}' yet",
+                      hp_.arch);
+  }
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  SAKER_RETURN_IF_ERROR(upload_weights());
+
+  const ModelHParams& h = hp_;
+  max_tokens_ = std::max<int64_t>(kGraphMaxTokens, options.max_batch_tokens);
+  // Logits rows per head pass: every decode/verify step in one pass, prefill outputs in slices of ~256 MB.
+  head_rows_ = std::clamp<int64_t>((int64_t{256} << 20) / (h.n_vocab * 4), kGraphMaxTokens, max_tokens_);
+  const int64_t qkv_w = h.q_dim() + 2 * h.kv_dim();
+  SAKER_ASSIGN_OR_RETURN(x_, mem_.alloc_array<float>(max_tokens_ * h.n_embd, "activations"));
+  SAKER_ASSIGN_OR_RETURN(h_, mem_.alloc_array<float>(max_tokens_ * std::max(h.n_embd, h.q_dim()), "activations"));
+  SAKER_ASSIGN_OR_RETURN(qkv_, mem_.alloc_array<float>(max_tokens_ * qkv_w, "activations"));
+  SAKER_ASSIGN_OR_RETURN(attn_, mem_.alloc_array<float>(max_tokens_ * h.q_dim(), "activations"));
+  SAKER_ASSIGN_OR_RETURN(gu_, mem_.alloc_array<float>(max_tokens_ * 2 * h.n_ff, "activations"));
+  SAKER_ASSIGN_OR_RETURN(act_, mem_.alloc_array<float>(max_tokens_ * h.n_ff, "activations"));
+  SAKER_ASSIGN_OR_RETURN(xo_, mem_.alloc_array<float>(head_rows_ * h.n_embd, "activations"));
+  SAKER_ASSIGN_OR_RETURN(logits_dev_, mem_.alloc_array<float>(head_rows_ * h.n_vocab, "logits"));
+  SAKER_ASSIGN_OR_RETURN(void* lh, mem_.alloc_host(head_rows_ * h.n_vocab * sizeof(float), "logits"));
+  logits_host_ = static_cast<float*>(lh);
+
+  const int64_t max_n_in = std::max({h.n_embd, h.n_ff, h.q_dim()});
+  const int64_t max_n_out = std::max({h.n_vocab, 2 * h.n_ff, qkv_w, h.n_embd});
+  SAKER_ASSIGN_OR_RETURN(matmul_, cuda::MatmulContext::create(max_tokens_, max_n_in, max_n_out));
+  SAKER_LOG_INFO("CUDA decoder: {} layers, {:.2f} GiB of weights and buffers on the GPU, batches of up to {} tokens, "
+                 "{} logits rows per head pass",
+                 h.n_layer, static_cast<double>(mem_.device_bytes() + weight_bytes_) / (1 << 30), max_tokens_,
+                 head_rows_);
+  return {};
+}
+
+Result<float*> CudaDecoder::upload_norm(const TensorView& t) {
+  const int64_t n = t.n_elements();
+  std::vector<float> host(n);
+  SAKER_RETURN_IF_ERROR(dequantize_row(t.dtype, t.data, host.data(), n));
+  SAKER_ASSIGN_OR_RETURN(float* d, mem_.alloc_array<float>(n, "norm weights"));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+Result<CudaDecoder::FusedMatrix> CudaDecoder::upload_fused(const std::vector<TensorView>& parts) {
+  FusedMatrix f;
+  const bool same = std::all_of(parts.begin(), parts.end(), [&](const TensorView& t) { return t.dtype == parts[0].dtype; });
+  int64_t col = 0;
+  if (same) {
+    SAKER_ASSIGN_OR_RETURN(cuda::DeviceMatrix m, cuda::upload_matrix(parts));
+    weight_bytes_ += m.bytes;
+    f.parts.push_back(m);
+    f.column.push_back(0);
+    return f;
+  }
+  for (const TensorView& t : parts) {
+    SAKER_ASSIGN_OR_RETURN(cuda::DeviceMatrix m, cuda::upload_matrix(std::span<const TensorView>(&t, 1)));
+    weight_bytes_ += m.bytes;
+    f.parts.push_back(m);
+    f.column.push_back(col);
+    col += t.dim(0);
+  }
+  return f;
+}
+
+Status CudaDecoder::upload_weights() {
+  const ModelHParams& h = hp_;
+  const ModelWeights& w = *weights_;
+  auto check_type = [](const TensorView& t, const std::string& name) -> Status {
+    if (!cuda::matmul_supports(t.dtype)) {
+      return make_error(StatusCode::kUnsupported, "the CUDA backend cannot multiply {} ({})", name,
+                        dtype_name(t.dtype));
+    }
+    return {};
+  };
+  SAKER_ASSIGN_OR_RETURN(TensorView embd, w.require("token_embd.weight", {h.n_vocab, h.n_embd}));
+  SAKER_RETURN_IF_ERROR(check_type(embd, "token_embd.weight"));
+  SAKER_ASSIGN_OR_RETURN(token_embd_, cuda::upload_matrix(std::span<const TensorView>(&embd, 1)));
+  weight_bytes_ += token_embd_.bytes;
+  SAKER_ASSIGN_OR_RETURN(TensorView onorm, w.require("output_norm.weight", {h.n_embd}));
+  SAKER_ASSIGN_OR_RETURN(output_norm_, upload_norm(onorm));
+  if (const TensorView* out = w.find("output.weight"); out && !h.tied_embeddings) {
+    SAKER_ASSIGN_OR_RETURN(TensorView o, w.require("output.weight", {h.n_vocab, h.n_embd}));
+    SAKER_RETURN_IF_ERROR(check_type(o, "output.weight"));
+    SAKER_ASSIGN_OR_RETURN(output_, cuda::upload_matrix(std::span<const TensorView>(&o, 1)));
+    weight_bytes_ += output_.bytes;
+  } else {
+    output_ = token_embd_;
+    output_tied_ = true;
+  }
+
+  for (int64_t l = 0; l < h.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    Layer L;
+    SAKER_ASSIGN_OR_RETURN(TensorView an, w.require(p + "attn_norm.weight", {h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.attn_norm, upload_norm(an));
+    SAKER_ASSIGN_OR_RETURN(TensorView fn, w.require(p + "ffn_norm.weight", {h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(L.ffn_norm, upload_norm(fn));
+    if (h.arch == "qwen3") {
+      SAKER_ASSIGN_OR_RETURN(TensorView qn, w.require(p + "attn_q_norm.weight", {h.head_dim}));
+      SAKER_ASSIGN_OR_RETURN(TensorView kn, w.require(p + "attn_k_norm.weight", {h.head_dim}));
+      SAKER_ASSIGN_OR_RETURN(L.q_norm, upload_norm(qn));
+      SAKER_ASSIGN_OR_RETURN(L.k_norm, upload_norm(kn));
+    }
+    std::vector<TensorView> qkv(3), gu(2);
+    SAKER_ASSIGN_OR_RETURN(qkv[0], w.require(p + "attn_q.weight", {h.q_dim(), h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(qkv[1], w.require(p + "attn_k.weight", {h.kv_dim(), h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(qkv[2], w.require(p + "attn_v.weight", {h.kv_dim(), h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(TensorView wo, w.require(p + "attn_output.weight", {h.n_embd, h.q_dim()}));
+    SAKER_ASSIGN_OR_RETURN(gu[0], w.require(p + "ffn_gate.weight", {h.n_ff, h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(gu[1], w.require(p + "ffn_up.weight", {h.n_ff, h.n_embd}));
+    SAKER_ASSIGN_OR_RETURN(TensorView down, w.require(p + "ffn_down.weight", {h.n_embd, h.n_ff}));
+    for (const auto* t : {&qkv[0], &qkv[1], &qkv[2], &wo, &gu[0], &gu[1], &down}) {
+      SAKER_RETURN_IF_ERROR(check_type(*t, p + "*"));
+    }
+    SAKER_ASSIGN_OR_RETURN(L.qkv, upload_fused(qkv));
+    SAKER_ASSIGN_OR_RETURN(L.gate_up, upload_fused(gu));
+    SAKER_ASSIGN_OR_RETURN(L.wo, cuda::upload_matrix(std::span<const TensorView>(&wo, 1)));
+    SAKER_ASSIGN_OR_RETURN(L.down, cuda::upload_matrix(std::span<const TensorView>(&down, 1)));
+    weight_bytes_ += L.wo.bytes + L.down.bytes;
+    layers_.push_back(std::move(L));
+  }
+  return {};
+}
+
+Result<CudaDecoder::DeviceKv*> CudaDecoder::device_kv(std::span<const LayerKv> kv) {
+  const ModelHParams& h = hp_;
+  if (static_cast<int64_t>(kv.size()) != h.n_layer) {
+    return make_error(StatusCode::kInvalidArgument, "forward: {} KV layers given for {} model layers", kv.size(),
+                      h.n_layer);
+  }
+  const TensorView& k0 = kv[0].k;
+  if (k0.n_dims != 4 || k0.dim(2) != h.n_head_kv || k0.dim(3) != h.head_dim) {
+    return make_error(StatusCode::kInvalidArgument, "forward: KV cache {} does not fit {} kv heads of {}",
+                      k0.shape_string(), h.n_head_kv, h.head_dim);
+  }
+  auto it = kv_.find(kv[0].owner);
+  if (it != kv_.end()) {
+    if (it->second->n_blocks != k0.dim(0) || it->second->block_size != k0.dim(1)) {
+      return make_error(StatusCode::kInvalidArgument, "forward: the KV cache changed its geometry");
+    }
+    return it->second.get();
+  }
+  auto d = std::make_unique<DeviceKv>();
+  d->n_blocks = k0.dim(0);
+  d->block_size = k0.dim(1);
+  const size_t layer_elems = static_cast<size_t>(d->n_blocks * d->block_size * h.n_head_kv * h.head_dim);
+  for (int64_t l = 0; l < h.n_layer; ++l) {
+    SAKER_ASSIGN_OR_RETURN(__half* k, mem_.alloc_array<__half>(layer_elems, "the KV cache"));
+    SAKER_ASSIGN_OR_RETURN(__half* v, mem_.alloc_array<__half>(layer_elems, "the KV cache"));
+    d->k.push_back(k);
+    d->v.push_back(v);
+  }
+  SAKER_LOG_INFO("CUDA decoder: KV cache of {} tokens on the GPU ({} MiB, f16)", d->n_blocks * d->block_size,
+                 (2 * h.n_layer * layer_elems * 2) >> 20);
+  DeviceKv* raw = d.get();
+  kv_[kv[0].owner] = std::move(d);
+  return raw;
+}
+
+Status CudaDecoder::ensure_attention_workspace(size_t bytes) {
+  if (bytes <= attn_ws_bytes_) return {};
+  // Graphs captured so far point at the old workspace: drop them before it goes.
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+  const size_t grown = std::max(bytes, attn_ws_bytes_ * 2);
+  if (attn_ws_) mem_.release(attn_ws_);
+  attn_ws_ = nullptr;
+  attn_ws_bytes_ = 0;
+  SAKER_ASSIGN_OR_RETURN(attn_ws_, mem_.alloc(grown, "the attention workspace"));
+  attn_ws_bytes_ = grown;
+  return {};
+}
+
+Status CudaDecoder::ensure_input_capacity(int64_t n) {
+  if (n <= in_capacity_) return {};
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+  const int64_t cap = std::max<int64_t>(n, 2 * in_capacity_);
+  SAKER_ASSIGN_OR_RETURN(void* hp, mem_.alloc_host(cap * sizeof(int32_t), "step inputs"));
+  SAKER_ASSIGN_OR_RETURN(in_dev_, mem_.alloc_array<int32_t>(cap, "step inputs"));
+  in_host_ = static_cast<int32_t*>(hp);
+  in_capacity_ = cap;
+  return {};
+}
+
+Status CudaDecoder::matmul_fused(const FusedMatrix& m, const float* x, int64_t rows, float* out, int64_t out_stride) {
+  for (size_t i = 0; i < m.parts.size(); ++i) {
+    SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, m.parts[i], x, rows, out + m.column[i], out_stride, false, stream_));
+  }
+  return {};
+}
+
+Status CudaDecoder::enqueue_layers(int64_t T, const cuda::DeviceAttentionBatch& batch,
+                                   const cuda::AttentionLaunch& launch, const DeviceKv& kv) {
+  const ModelHParams& h = hp_;
+  const int64_t qkv_w = h.q_dim() + 2 * h.kv_dim();
+  const int32_t* positions = batch.data + batch.layout.token_pos;
+  cuda::RopeConfig rope;
+  rope.neox = h.rope_style == ref::RopeStyle::kNeox;
+  rope.theta_base = static_cast<float>(h.rope_theta);
+  rope.freq_scale = static_cast<float>(h.rope_freq_scale);
+  for (int64_t l = 0; l < h.n_layer; ++l) {
+    const Layer& L = layers_[l];
+    // Attention block: x += Wo attn(rope(norm(q)), rope(norm(k)), v), with q|k|v from one matmul.
+    SAKER_RETURN_IF_ERROR(cuda::rms_norm(x_, L.attn_norm, h_, T, h.n_embd, h.rms_eps, false, stream_));
+    SAKER_RETURN_IF_ERROR(matmul_fused(L.qkv, h_, T, qkv_, qkv_w));
+    float* q = qkv_;                         // [T, n_head, head_dim] inside rows of qkv_w
+    float* k = qkv_ + h.q_dim();             // [T, n_head_kv, head_dim]
+    const float* v = qkv_ + h.q_dim() + h.kv_dim();
+    SAKER_RETURN_IF_ERROR(cuda::head_norm_rope(q, T, qkv_w, static_cast<int32_t>(h.n_head),
+                                               static_cast<int32_t>(h.head_dim), L.q_norm, h.rms_eps, false, positions,
+                                               rope, stream_));
+    SAKER_RETURN_IF_ERROR(cuda::head_norm_rope(k, T, qkv_w, static_cast<int32_t>(h.n_head_kv),
+                                               static_cast<int32_t>(h.head_dim), L.k_norm, h.rms_eps, false, positions,
+                                               rope, stream_));
+    SAKER_RETURN_IF_ERROR(cuda::kv_write(k, v, qkv_w, kv.k[l], kv.v[l], batch, static_cast<int32_t>(h.n_head_kv),
+                                         static_cast<int32_t>(h.head_dim), stream_));
+    SAKER_RETURN_IF_ERROR(cuda::attention(q, qkv_w, kv.k[l], kv.v[l], batch, launch, attn_, attn_ws_, attn_ws_bytes_,
+                                          stream_));
+    SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, L.wo, attn_, T, x_, h.n_embd, true, stream_));
+    // MLP block: x += W_down (silu(W_gate h) * W_up h), gate|up from one matmul.
+    SAKER_RETURN_IF_ERROR(cuda::rms_norm(x_, L.ffn_norm, h_, T, h.n_embd, h.rms_eps, false, stream_));
+    SAKER_RETURN_IF_ERROR(matmul_fused(L.gate_up, h_, T, gu_, 2 * h.n_ff));
+    SAKER_RETURN_IF_ERROR(cuda::swiglu(gu_, gu_ + h.n_ff, 2 * h.n_ff, act_, T, h.n_ff, stream_));
+    SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, L.down, act_, T, x_, h.n_embd, true, stream_));
+  }
+  return {};
+}
+
+Status CudaDecoder::enqueue_head(const int32_t* rows_dev, int64_t n_rows) {
+  const ModelHParams& h = hp_;
+  SAKER_RETURN_IF_ERROR(cuda::gather_rows(x_, rows_dev, n_rows, h.n_embd, xo_, stream_));
+  SAKER_RETURN_IF_ERROR(cuda::rms_norm(xo_, output_norm_, xo_, n_rows, h.n_embd, h.rms_eps, false, stream_));
+  SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, output_, xo_, n_rows, logits_dev_, h.n_vocab, false, stream_));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_, logits_dev_, n_rows * h.n_vocab * sizeof(float),
+                                             cudaMemcpyDeviceToHost, stream_));
+  return {};
+}
+
+Status CudaDecoder::enqueue_step(const StepShape& s, const cuda::PackedAttentionLayout& layout) {
+  const ModelHParams& h = hp_;
+  const int64_t n_in = s.n_tokens + s.n_out + layout.total;
+  SAKER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(in_dev_, in_host_, n_in * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  const int32_t* tokens = in_dev_;
+  const int32_t* rows = in_dev_ + s.n_tokens;
+  cuda::DeviceAttentionBatch batch;
+  batch.layout = layout;
+  batch.data = in_dev_ + s.n_tokens + s.n_out;
+  batch.block_size = static_cast<int32_t>(s.kv->block_size);
+  cuda::AttentionLaunch launch;
+  launch.n_head = static_cast<int32_t>(h.n_head);
+  launch.n_head_kv = static_cast<int32_t>(h.n_head_kv);
+  launch.head_dim = static_cast<int32_t>(h.head_dim);
+  launch.max_ctx = static_cast<int32_t>(s.ctx_capacity);
+  SAKER_RETURN_IF_ERROR(cuda::embedding(token_embd_, tokens, s.n_tokens, 1.0f, x_, stream_));
+  SAKER_RETURN_IF_ERROR(enqueue_layers(s.n_tokens, batch, launch, *s.kv));
+  if (s.n_out > 0 && s.n_out <= head_rows_) SAKER_RETURN_IF_ERROR(enqueue_head(rows, s.n_out));
+  return {};
+}
+
+Status CudaDecoder::run_chunk(const ForwardBatch& fb, const DeviceKv& kv, float* logits) {
+  const ModelHParams& h = hp_;
+  const int64_t T = fb.attn.n_tokens();
+  const int64_t n_out = static_cast<int64_t>(fb.output_rows.size());
+
+  // Context capacity: a power of two covering every sequence, so a graph serves many steps; block tables
+  // are padded (with block 0, never read) or cut to exactly that many blocks, which fixes the packed layout.
+  int32_t max_ctx = 0;
+  for (const AttentionSequence& q : fb.attn.sequences) max_ctx = std::max(max_ctx, q.n_ctx);
+  const int64_t cache_tokens = kv.n_blocks * kv.block_size;
+  const int64_t ctx_cap = std::min(cache_tokens, std::max(kMinCtxCapacity, next_pow2(max_ctx)));
+  const int64_t table_len = (ctx_cap + kv.block_size - 1) / kv.block_size;
+  std::vector<std::vector<int32_t>> tables(fb.attn.sequences.size());
+  std::vector<AttentionSequence> seqs(fb.attn.sequences.begin(), fb.attn.sequences.end());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    tables[i].assign(table_len, 0);
+    const auto& src = fb.attn.sequences[i].block_table;
+    std::copy_n(src.begin(), std::min<int64_t>(table_len, static_cast<int64_t>(src.size())), tables[i].begin());
+    seqs[i].block_table = tables[i];
+  }
+  AttentionBatch padded = fb.attn;
+  padded.sequences = seqs;
+  std::vector<int32_t> packed;
+  const cuda::PackedAttentionLayout layout = cuda::pack_attention_batch(padded, &packed);
+
+  StepShape s;
+  s.n_tokens = T;
+  s.n_out = n_out;
+  s.n_seqs = static_cast<int64_t>(seqs.size());
+  s.packed_total = layout.total;
+  s.ctx_capacity = ctx_cap;
+  s.kv = &kv;
+
+  cuda::DeviceAttentionBatch probe;
+  probe.layout = layout;
+  probe.block_size = static_cast<int32_t>(kv.block_size);
+  cuda::AttentionLaunch launch;
+  launch.n_head = static_cast<int32_t>(h.n_head);
+  launch.n_head_kv = static_cast<int32_t>(h.n_head_kv);
+  launch.head_dim = static_cast<int32_t>(h.head_dim);
+  launch.max_ctx = static_cast<int32_t>(ctx_cap);
+  SAKER_RETURN_IF_ERROR(ensure_attention_workspace(cuda::attention_workspace_bytes(probe, launch)));
+  SAKER_RETURN_IF_ERROR(ensure_input_capacity(T + n_out + layout.total));
+
+  std::copy(fb.tokens.begin(), fb.tokens.end(), in_host_);
+  std::copy(fb.output_rows.begin(), fb.output_rows.end(), in_host_ + T);
+  std::copy(packed.begin(), packed.end(), in_host_ + T + n_out);
+
+  const bool use_graph = options_.cuda_graphs && T <= kGraphMaxTokens && T <= matmul_->max_kernel_rows() &&
+                         n_out <= head_rows_;
+  if (use_graph) {
+    auto it = graphs_.find(s);
+    if (it == graphs_.end()) {
+      cudaGraph_t graph = nullptr;
+      SAKER_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      const Status st = enqueue_step(s, layout);
+      const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+      SAKER_RETURN_IF_ERROR(st);
+      SAKER_CUDA_RETURN_IF_ERROR(end);
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      SAKER_CUDA_RETURN_IF_ERROR(inst);
+      it = graphs_.emplace(s, exec).first;
+    }
+    SAKER_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(it->second, stream_));
+  } else {
+    SAKER_RETURN_IF_ERROR(enqueue_step(s, layout));
+  }
+
+  if (n_out <= head_rows_) {
+    SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    if (n_out > 0) std::memcpy(logits, logits_host_, n_out * h.n_vocab * sizeof(float));
+    return {};
+  }
+  // More outputs than one head pass holds (prompt logits of a long prompt): slices, each copied out.
+  for (int64_t b = 0; b < n_out; b += head_rows_) {
+    const int64_t n = std::min(head_rows_, n_out - b);
+    SAKER_RETURN_IF_ERROR(enqueue_head(in_dev_ + T + b, n));
+    SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    std::memcpy(logits + b * h.n_vocab, logits_host_, n * h.n_vocab * sizeof(float));
+  }
+  return {};
+}
+
+Status CudaDecoder::forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) {
+  const ModelHParams& h = hp_;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  if (T == 0) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (batch.attn.n_tokens() != T) {
+    return make_error(StatusCode::kInvalidArgument, "forward: {} tokens but attention metadata for {}", T,
+                      batch.attn.n_tokens());
+  }
+  for (int32_t r : batch.output_rows) {
+    if (r < 0 || r >= T) return make_error(StatusCode::kInvalidArgument, "forward: output row {} outside the batch", r);
+  }
+  for (int32_t t : batch.tokens) {
+    if (t < 0 || t >= h.n_vocab) {
+      return make_error(StatusCode::kInvalidArgument, "forward: token {} outside the vocabulary (0..{})", t,
+                        h.n_vocab - 1);
+    }
+  }
+  SAKER_ASSIGN_OR_RETURN(DeviceKv * dkv, device_kv(kv));
+  SAKER_RETURN_IF_ERROR(batch.attn.validate(dkv->n_blocks, dkv->block_size));
+  if (T <= max_tokens_) return run_chunk(batch, *dkv, logits);
+
+  // Split a long batch into chunks in batch order. Causal and tree queries only see keys written by earlier
+  // tokens, so chunk i sees everything it needs once chunks < i have run; a full (bidirectional) mask or a
+  // tree that straddles chunks cannot be split.
+  for (const AttentionSequence& q : batch.attn.sequences) {
+    if (q.mask != AttentionMask::kCausal) {
+      return make_error(StatusCode::kInvalidArgument,
+                        "forward: a batch of {} tokens with a tree or full mask exceeds the CUDA batch size {}", T,
+                        max_tokens_);
+    }
+  }
+  for (int64_t b = 0; b < T; b += max_tokens_) {
+    const int64_t e = std::min(T, b + max_tokens_);
+    std::vector<int32_t> rows;
+    std::vector<int64_t> where;  // index into batch.output_rows of each chunk output
+    for (size_t i = 0; i < batch.output_rows.size(); ++i) {
+      const int32_t r = batch.output_rows[i];
+      if (r >= b && r < e) {
+        rows.push_back(static_cast<int32_t>(r - b));
+        where.push_back(static_cast<int64_t>(i));
+      }
+    }
+    ForwardBatch sub;
+    sub.tokens = batch.tokens.subspan(b, e - b);
+    sub.attn = batch.attn;
+    sub.attn.token_seq = batch.attn.token_seq.subspan(b, e - b);
+    sub.attn.token_slot = batch.attn.token_slot.subspan(b, e - b);
+    sub.attn.token_pos = batch.attn.token_pos.subspan(b, e - b);
+    sub.attn.token_parent = {};
+    sub.output_rows = rows;
+    std::vector<float> chunk_logits(rows.size() * h.n_vocab);
+    SAKER_RETURN_IF_ERROR(run_chunk(sub, *dkv, chunk_logits.data()));
+    for (size_t i = 0; i < where.size(); ++i) {
+      std::memcpy(logits + where[i] * h.n_vocab, chunk_logits.data() + i * h.n_vocab, h.n_vocab * sizeof(float));
+    }
+  }
+  return {};
+}
+
+}  // namespace saker

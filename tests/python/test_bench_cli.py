@@ -1,0 +1,47 @@
+"""`saker bench` on the CPU: every test runs, the table and the JSON carry the measured figures, and bad
+flags are refused. (Speed itself is measured on the GPU machine; here the figures only have to be sane.)"""
+import json
+
+
+def synth_tiny(saker, tmp_path, type_="q8_0"):
+    path = tmp_path / f"tiny-{type_}.gguf"
+    saker("synth", "--preset", "tiny", "--type", type_, "-o", path)
+    return path
+
+
+def test_bench_cpu_json(saker, tmp_path):
+    model = synth_tiny(saker, tmp_path)
+    out = tmp_path / "bench.json"
+    proc = saker("bench", "-m", model, "--device", "cpu", "-p", "32,64", "--decode-ctx", "0,40", "-n", "8",
+                 "--rows", "1,4", "--verify-ctx", "16", "-r", "3", "--json", out, timeout=300)
+    table = proc.stdout.decode()
+    assert "| pp32 |" in table and "| tg8@40 |" in table and "| verify4@16 |" in table, table
+    j = json.loads(out.read_text())
+    assert j["device"] == "cpu"
+    assert j["ceilings"]["bandwidth_gbs"] > 0 and j["ceilings"]["tflops"] > 0
+    assert j["decode_weight_bytes"] > 0 and j["layer_params"] > 0
+    tests = {r["test"]: r for r in j["results"]}
+    assert set(tests) == {"pp32", "pp64", "tg8@0", "tg8@40", "verify1@16", "verify4@16"}
+    for r in j["results"]:
+        assert len(r["ms_runs"]) == 3
+        assert all(ms > 0 for ms in r["ms_runs"])
+        assert r["tokens_per_s"] > 0
+        assert 0 < r["pct_roofline"] < 100, r  # a 2-core CPU cannot beat its own measured ceilings
+    assert tests["verify1@16"]["relative_to_one_row"] == 1.0
+    assert tests["verify4@16"]["relative_to_one_row"] > 0
+
+
+def test_bench_rejects_bad_flags(saker, tmp_path):
+    model = synth_tiny(saker, tmp_path)
+    bad = saker("bench", "-m", model, "--device", "tpu", check=False)
+    assert bad.returncode != 0 and "unknown device" in bad.stderr.decode()
+    bad = saker("bench", "-m", model, "--device", "cpu", "-r", "0", check=False)
+    assert bad.returncode != 0 and "--reps" in bad.stderr.decode()
+    bad = saker("bench", "-m", tmp_path / "missing.gguf", "--device", "cpu", check=False)
+    assert bad.returncode != 0
+
+
+def test_run_refuses_unknown_device(saker, tmp_path):
+    model = synth_tiny(saker, tmp_path)
+    bad = saker("run", "-m", model, "-p", "hi", "-n", "2", "--device", "gpu9", check=False)
+    assert bad.returncode != 0 and "unknown device" in bad.stderr.decode()
