@@ -108,14 +108,18 @@ SAKER_HD float iq4_level(uint32_t code) {
   return static_cast<float>(static_cast<int8_t>((w >> (8 * (code & 3))) & 0xFF));
 }
 
-// Q4_K / Q5_K packed 6-bit scale and min of sub-block j (see formats/quant/k_quants.h).
-SAKER_HD void k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
+// Q4_K / Q5_K packed 6-bit scale and min of sub-block j (see formats/quant/k_quants.h), from the header's
+// words w1 = scales[0..3], w2 = scales[4..7], w3 = scales[8..11]. Byte selects by shifts, not an indexed
+// array: j depends on the lane, and an indexed local array would live in local memory on the device.
+SAKER_HD uint32_t byte_of(uint32_t w, int k) { return (w >> (8 * k)) & 0xFF; }
+SAKER_HD void k_scale_min(uint32_t w1, uint32_t w2, uint32_t w3, int j, int* sc, int* m) {
   if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
+    *sc = static_cast<int>(byte_of(w1, j) & 63);
+    *m = static_cast<int>(byte_of(w2, j) & 63);
   } else {
-    *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    const int k = j - 4;
+    *sc = static_cast<int>((byte_of(w3, k) & 0x0F) | ((byte_of(w1, k) >> 6) << 4));
+    *m = static_cast<int>((byte_of(w3, k) >> 4) | ((byte_of(w2, k) >> 6) << 4));
   }
 }
 
@@ -285,17 +289,14 @@ struct Fmt<DType::kQ4_K> {
   SAKER_HD static int run_start(int u, int r) { return 64 * (u >> 1) + 16 * (u & 1) + 8 * (r & 1) + 32 * (r >> 1); }
   SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
     const Bytes16 hdr = ld16(blk);  // d, dmin, scales[12]
-    uint8_t s[12];
-SAKER_UNROLL
-    for (int i = 0; i < 12; ++i) s[i] = static_cast<uint8_t>(hdr.byte(4 + i));
     const float d = f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
     const float dmin = f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
     const int c = u >> 1;
     int sc, m;
-    k_scale_min(s, 2 * c, &sc, &m);
+    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c, &sc, &m);
     const float d1 = d * static_cast<float>(sc);
     const float m1 = dmin * static_cast<float>(m);
-    k_scale_min(s, 2 * c + 1, &sc, &m);
+    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c + 1, &sc, &m);
     const float d2 = d * static_cast<float>(sc);
     const float m2 = dmin * static_cast<float>(m);
     const Bytes16 q = ld16(blk + 16 + 32 * c + 16 * (u & 1));
@@ -315,17 +316,14 @@ struct Fmt<DType::kQ5_K> {
   SAKER_HD static int run_start(int u, int r) { return 64 * (u >> 1) + 16 * (u & 1) + 8 * (r & 1) + 32 * (r >> 1); }
   SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
     const Bytes16 hdr = ld16(blk);
-    uint8_t s[12];
-SAKER_UNROLL
-    for (int i = 0; i < 12; ++i) s[i] = static_cast<uint8_t>(hdr.byte(4 + i));
     const float d = f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
     const float dmin = f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
     const int c = u >> 1;
     int sc, m;
-    k_scale_min(s, 2 * c, &sc, &m);
+    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c, &sc, &m);
     const float d1 = d * static_cast<float>(sc);
     const float m1 = dmin * static_cast<float>(m);
-    k_scale_min(s, 2 * c + 1, &sc, &m);
+    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c + 1, &sc, &m);
     const float d2 = d * static_cast<float>(sc);
     const float m2 = dmin * static_cast<float>(m);
     const int l0 = 16 * (u & 1);
