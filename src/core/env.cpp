@@ -10,6 +10,7 @@ const DebugEnv& debug_env() {
     e.log_level = std::getenv("SAKER_LOG_LEVEL");
     e.trace = std::getenv("SAKER_TRACE");
     e.trace_dir = std::getenv("SAKER_TRACE_DIR");
+    e.cuda_matmul = std::getenv("SAKER_CUDA_MATMUL");
     if (const char* n = std::getenv("SAKER_NUM_THREADS")) e.num_threads = std::atoi(n);
     return e;
   }();

@@ -5,6 +5,7 @@
 //   SAKER_TRACE       comma-separated tensor names (or "all") for the trace hook to dump
 //   SAKER_TRACE_DIR   folder the trace hook writes tensors to (default: print summaries to stderr)
 //   SAKER_NUM_THREADS default size of the global thread pool
+//   SAKER_CUDA_MATMUL "simple": every CUDA matmul runs the simple reference kernel (to bisect kernel bugs)
 
 namespace saker {
 
@@ -13,6 +14,7 @@ struct DebugEnv {
   const char* trace = nullptr;
   const char* trace_dir = nullptr;
   int num_threads = 0;  // 0: hardware concurrency
+  const char* cuda_matmul = nullptr;
 };
 
 const DebugEnv& debug_env();

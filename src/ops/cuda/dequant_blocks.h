@@ -1,0 +1,426 @@
+#pragma once
+// Per-block weight decoding shared by every CUDA matmul path (simple kernel, fast decode kernels, the
+// dequantise-to-f16 pass of prefill, embedding). The functions are __host__ __device__ so the unit tests,
+// compiled by the host compiler, check them bit for bit against formats/quant's dequantize_row: a decode bug
+// shows up on a machine without a GPU.
+//
+// Every dtype is decoded in *units* of 32 elements, given as four *runs* of 8 consecutive elements:
+//   Fmt<T>::decode_unit(block, u, v)  fills v[8 * r + j] = element run_start(u, r) + j of the block.
+// The unit -> element mapping follows each format's byte layout so that one unit reads few, contiguous,
+// aligned bytes (a Q4_K unit is 16 bytes of nibbles, a K-quant low nibble and high nibble are elements 32
+// apart). Plain float types use "blocks" of 256 elements whose unit u owns elements 8u + 64r: the eight
+// lanes decoding one block then read 128 contiguous bytes per load.
+//
+// Order of float operations matches the CPU codecs (e.g. Q4_K: (d * sc) * q - dmin * m), so the host build
+// is bit-exact; device builds may contract to FMA, which the GPU tests bound by NMSE.
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#define SAKER_HD __host__ __device__ __forceinline__
+#define SAKER_UNROLL _Pragma("unroll")
+#else
+#define SAKER_HD inline
+#define SAKER_UNROLL
+#endif
+
+#include "core/dtype.h"
+#if !defined(__CUDA_ARCH__)
+#include "core/half.h"
+#endif
+
+namespace saker::cuda::blocks {
+
+SAKER_HD float f16_to_f32(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#else
+  return ::saker::fp16_to_fp32(h);
+#endif
+}
+
+SAKER_HD float bf16_to_f32(uint16_t b) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(static_cast<uint32_t>(b) << 16);
+#else
+  return ::saker::bf16_to_fp32(b);
+#endif
+}
+
+SAKER_HD float bits_f32(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+// Unaligned little-endian reads (byte loads; used where a format's fields are only 1- or 2-byte aligned).
+SAKER_HD uint32_t rd_u16(const uint8_t* p) { return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8); }
+SAKER_HD uint32_t rd_u32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
+}
+
+// 16 bytes from a 16-byte-aligned address: one vector load on the device.
+struct Bytes16 {
+  uint32_t w[4];
+  SAKER_HD uint32_t byte(int i) const { return (w[i >> 2] >> (8 * (i & 3))) & 0xFF; }
+};
+SAKER_HD Bytes16 ld16(const uint8_t* p) {
+  Bytes16 b;
+#if defined(__CUDA_ARCH__)
+  const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+  b.w[0] = v.x;
+  b.w[1] = v.y;
+  b.w[2] = v.z;
+  b.w[3] = v.w;
+#else
+  std::memcpy(b.w, p, 16);
+#endif
+  return b;
+}
+// 8 bytes from an 8-byte-aligned address.
+SAKER_HD void ld8(const uint8_t* p, uint32_t* lo, uint32_t* hi) {
+#if defined(__CUDA_ARCH__)
+  const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+  *lo = v.x;
+  *hi = v.y;
+#else
+  std::memcpy(lo, p, 4);
+  std::memcpy(hi, p + 4, 4);
+#endif
+}
+
+// The 16 levels of IQ4_NL / IQ4_XS (same table as formats/quant), packed four to a word so a lookup is two
+// selects and a shift: an indexed local array would put a stack in local memory on the device.
+SAKER_HD float iq4_level(uint32_t code) {
+  constexpr uint32_t kW0 = 0xBFAD9881u;  // -127, -104, -83, -65
+  constexpr uint32_t kW1 = 0xF6EADDCFu;  //  -49,  -35, -22, -10
+  constexpr uint32_t kW2 = 0x26190D01u;  //    1,   13,  25,  38
+  constexpr uint32_t kW3 = 0x71594535u;  //   53,   69,  89, 113
+  code &= 15;
+  const uint32_t w = code < 8 ? (code < 4 ? kW0 : kW1) : (code < 12 ? kW2 : kW3);
+  return static_cast<float>(static_cast<int8_t>((w >> (8 * (code & 3))) & 0xFF));
+}
+
+// Q4_K / Q5_K packed 6-bit scale and min of sub-block j (see formats/quant/k_quants.h), from the header's
+// words w1 = scales[0..3], w2 = scales[4..7], w3 = scales[8..11]. Byte selects by shifts, not an indexed
+// array: j depends on the lane, and an indexed local array would live in local memory on the device.
+SAKER_HD uint32_t byte_of(uint32_t w, int k) { return (w >> (8 * k)) & 0xFF; }
+SAKER_HD void k_scale_min(uint32_t w1, uint32_t w2, uint32_t w3, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = static_cast<int>(byte_of(w1, j) & 63);
+    *m = static_cast<int>(byte_of(w2, j) & 63);
+  } else {
+    const int k = j - 4;
+    *sc = static_cast<int>((byte_of(w3, k) & 0x0F) | ((byte_of(w1, k) >> 6) << 4));
+    *m = static_cast<int>((byte_of(w3, k) >> 4) | ((byte_of(w2, k) >> 6) << 4));
+  }
+}
+
+template <DType T>
+struct Fmt;
+
+// ---- plain floats: 256-element blocks, unit u owns elements 8u + 64r ----
+template <>
+struct Fmt<DType::kF32> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 1024, kUnits = 8;
+  static constexpr bool kAligned16 = true;  // needs 16-byte aligned blocks
+  SAKER_HD static int run_start(int u, int r) { return 8 * u + 64 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
+SAKER_UNROLL
+    for (int r = 0; r < 4; ++r) {
+SAKER_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const Bytes16 b = ld16(blk + 4 * (8 * u + 64 * r + 4 * h));
+SAKER_UNROLL
+        for (int j = 0; j < 4; ++j) v[8 * r + 4 * h + j] = bits_f32(b.w[j]);
+      }
+    }
+  }
+};
+template <>
+struct Fmt<DType::kF16> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 512, kUnits = 8;
+  static constexpr bool kAligned16 = true;
+  SAKER_HD static int run_start(int u, int r) { return 8 * u + 64 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
+SAKER_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      const Bytes16 b = ld16(blk + 2 * (8 * u + 64 * r));
+SAKER_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        v[8 * r + 2 * j] = f16_to_f32(static_cast<uint16_t>(b.w[j] & 0xFFFF));
+        v[8 * r + 2 * j + 1] = f16_to_f32(static_cast<uint16_t>(b.w[j] >> 16));
+      }
+    }
+  }
+};
+template <>
+struct Fmt<DType::kBF16> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 512, kUnits = 8;
+  static constexpr bool kAligned16 = true;
+  SAKER_HD static int run_start(int u, int r) { return 8 * u + 64 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
+SAKER_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      const Bytes16 b = ld16(blk + 2 * (8 * u + 64 * r));
+SAKER_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        v[8 * r + 2 * j] = bits_f32(b.w[j] << 16);
+        v[8 * r + 2 * j + 1] = bits_f32(b.w[j] & 0xFFFF0000u);
+      }
+    }
+  }
+};
+
+// ---- 32-element blocks: one unit, elements in order ----
+template <>
+struct Fmt<DType::kQ8_0> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 34, kUnits = 1;
+  static constexpr bool kAligned16 = false;
+  SAKER_HD static int run_start(int, int r) { return 8 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
+    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
+SAKER_UNROLL
+    for (int i = 0; i < 32; i += 2) {
+      const uint32_t two = rd_u16(blk + 2 + i);  // 2-byte aligned: blocks are 34 bytes
+      v[i] = static_cast<float>(static_cast<int8_t>(two & 0xFF)) * d;
+      v[i + 1] = static_cast<float>(static_cast<int8_t>(two >> 8)) * d;
+    }
+  }
+};
+template <>
+struct Fmt<DType::kQ4_0> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 18, kUnits = 1;
+  static constexpr bool kAligned16 = false;
+  SAKER_HD static int run_start(int, int r) { return 8 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
+    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
+SAKER_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const int q = blk[2 + j];
+      v[j] = static_cast<float>((q & 0x0F) - 8) * d;
+      v[j + 16] = static_cast<float>((q >> 4) - 8) * d;
+    }
+  }
+};
+template <>
+struct Fmt<DType::kQ4_1> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 20, kUnits = 1;
+  static constexpr bool kAligned16 = false;
+  SAKER_HD static int run_start(int, int r) { return 8 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
+    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
+    const float m = f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 2)));
+SAKER_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const int q = blk[4 + j];
+      v[j] = static_cast<float>(q & 0x0F) * d + m;
+      v[j + 16] = static_cast<float>(q >> 4) * d + m;
+    }
+  }
+};
+template <>
+struct Fmt<DType::kQ5_0> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 22, kUnits = 1;
+  static constexpr bool kAligned16 = false;
+  SAKER_HD static int run_start(int, int r) { return 8 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
+    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
+    const uint32_t qh = rd_u16(blk + 2) | (rd_u16(blk + 4) << 16);
+SAKER_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const int q = blk[6 + j];
+      const int lo = (q & 0x0F) | static_cast<int>(((qh >> j) & 1) << 4);
+      const int hi = (q >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+      v[j] = static_cast<float>(lo - 16) * d;
+      v[j + 16] = static_cast<float>(hi - 16) * d;
+    }
+  }
+};
+template <>
+struct Fmt<DType::kQ5_1> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 24, kUnits = 1;
+  static constexpr bool kAligned16 = false;
+  SAKER_HD static int run_start(int, int r) { return 8 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
+    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
+    const float m = f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 2)));
+    const uint32_t qh = rd_u16(blk + 4) | (rd_u16(blk + 6) << 16);
+SAKER_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const int q = blk[8 + j];
+      const int lo = (q & 0x0F) | static_cast<int>(((qh >> j) & 1) << 4);
+      const int hi = (q >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+      v[j] = static_cast<float>(lo) * d + m;
+      v[j + 16] = static_cast<float>(hi) * d + m;
+    }
+  }
+};
+template <>
+struct Fmt<DType::kIQ4_NL> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 18, kUnits = 1;
+  static constexpr bool kAligned16 = false;
+  SAKER_HD static int run_start(int, int r) { return 8 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
+    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
+SAKER_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const uint32_t q = blk[2 + j];
+      v[j] = d * iq4_level(q & 0x0F);
+      v[j + 16] = d * iq4_level(q >> 4);
+    }
+  }
+};
+
+// ---- 256-element K-quant blocks ----
+// Q4_K unit u: chunk c = u / 2, lanes l0 = 16 (u % 2) .. l0 + 15 of qs[32c ..]; low nibbles are elements
+// 64c + l0 + j (sub-block 2c), high nibbles 64c + 32 + l0 + j (sub-block 2c + 1).
+template <>
+struct Fmt<DType::kQ4_K> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 144, kUnits = 8;
+  static constexpr bool kAligned16 = true;  // 144-byte blocks: qs runs and the header are 16-byte aligned
+  SAKER_HD static int run_start(int u, int r) { return 64 * (u >> 1) + 16 * (u & 1) + 8 * (r & 1) + 32 * (r >> 1); }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
+    const Bytes16 hdr = ld16(blk);  // d, dmin, scales[12]
+    const float d = f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
+    const float dmin = f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
+    const int c = u >> 1;
+    int sc, m;
+    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c, &sc, &m);
+    const float d1 = d * static_cast<float>(sc);
+    const float m1 = dmin * static_cast<float>(m);
+    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c + 1, &sc, &m);
+    const float d2 = d * static_cast<float>(sc);
+    const float m2 = dmin * static_cast<float>(m);
+    const Bytes16 q = ld16(blk + 16 + 32 * c + 16 * (u & 1));
+SAKER_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const uint32_t b = q.byte(j);
+      v[j] = d1 * static_cast<float>(b & 0x0F) - m1;
+      v[16 + j] = d2 * static_cast<float>(b >> 4) - m2;
+    }
+  }
+};
+// Q5_K: as Q4_K, the 5th bit of element 64c + l (+32) is bit 2c (2c + 1) of qh[l].
+template <>
+struct Fmt<DType::kQ5_K> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 176, kUnits = 8;
+  static constexpr bool kAligned16 = true;  // 176-byte blocks: header, qh and qs runs 16-byte aligned
+  SAKER_HD static int run_start(int u, int r) { return 64 * (u >> 1) + 16 * (u & 1) + 8 * (r & 1) + 32 * (r >> 1); }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
+    const Bytes16 hdr = ld16(blk);
+    const float d = f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
+    const float dmin = f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
+    const int c = u >> 1;
+    int sc, m;
+    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c, &sc, &m);
+    const float d1 = d * static_cast<float>(sc);
+    const float m1 = dmin * static_cast<float>(m);
+    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c + 1, &sc, &m);
+    const float d2 = d * static_cast<float>(sc);
+    const float m2 = dmin * static_cast<float>(m);
+    const int l0 = 16 * (u & 1);
+    const Bytes16 qh = ld16(blk + 16 + l0);
+    const Bytes16 q = ld16(blk + 48 + 32 * c + l0);
+SAKER_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const uint32_t b = q.byte(j), h = qh.byte(j);
+      const uint32_t lo = (b & 0x0F) | (((h >> (2 * c)) & 1) << 4);
+      const uint32_t hi = (b >> 4) | (((h >> (2 * c + 1)) & 1) << 4);
+      v[j] = d1 * static_cast<float>(lo) - m1;
+      v[16 + j] = d2 * static_cast<float>(hi) - m2;
+    }
+  }
+};
+// Q6_K unit u: half h = u / 4, l = l0 + j with l0 = 8 (u % 4); run r is element 128h + l0 + 32r + j.
+template <>
+struct Fmt<DType::kQ6_K> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 210, kUnits = 8;
+  static constexpr bool kAligned16 = false;  // 210-byte blocks: only 2-byte aligned
+  SAKER_HD static int run_start(int u, int r) { return 128 * (u >> 2) + 8 * (u & 3) + 32 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
+    const int h = u >> 2, l0 = 8 * (u & 3);
+    const uint8_t* ql = blk + 64 * h + l0;
+    const uint8_t* qh = blk + 128 + 32 * h + l0;
+    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 208)));
+    const auto* scales = reinterpret_cast<const int8_t*>(blk + 192 + 8 * h);
+    float s[4];
+SAKER_UNROLL
+    for (int r = 0; r < 4; ++r) s[r] = d * static_cast<float>(scales[(l0 + 32 * r) / 16]);
+SAKER_UNROLL
+    for (int j = 0; j < 8; j += 2) {
+      const uint32_t a = rd_u16(ql + j), b = rd_u16(ql + 32 + j), hh = rd_u16(qh + j);
+SAKER_UNROLL
+      for (int k = 0; k < 2; ++k) {
+        const uint32_t a1 = (a >> (8 * k)) & 0xFF, b1 = (b >> (8 * k)) & 0xFF, h1 = (hh >> (8 * k)) & 0xFF;
+        const int q1 = static_cast<int>((a1 & 0x0F) | (((h1 >> 0) & 3) << 4)) - 32;
+        const int q2 = static_cast<int>((b1 & 0x0F) | (((h1 >> 2) & 3) << 4)) - 32;
+        const int q3 = static_cast<int>((a1 >> 4) | (((h1 >> 4) & 3) << 4)) - 32;
+        const int q4 = static_cast<int>((b1 >> 4) | (((h1 >> 6) & 3) << 4)) - 32;
+        v[j + k] = s[0] * static_cast<float>(q1);
+        v[8 + j + k] = s[1] * static_cast<float>(q2);
+        v[16 + j + k] = s[2] * static_cast<float>(q3);
+        v[24 + j + k] = s[3] * static_cast<float>(q4);
+      }
+    }
+  }
+};
+// IQ4_XS unit u = sub-block u (elements 32u .. 32u + 31, nibbles as IQ4_NL).
+template <>
+struct Fmt<DType::kIQ4_XS> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 136, kUnits = 8;
+  static constexpr bool kAligned16 = false;  // 136-byte blocks: 8-byte aligned
+  SAKER_HD static int run_start(int u, int r) { return 32 * u + 8 * r; }
+  SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
+    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
+    const uint32_t scales_h = rd_u16(blk + 2);
+    const int ls = static_cast<int>(((blk[4 + u / 2] >> (4 * (u % 2))) & 0x0F) | (((scales_h >> (2 * u)) & 3) << 4));
+    const float dl = d * static_cast<float>(ls - 32);
+    uint32_t w[4];
+    ld8(blk + 8 + 16 * u, &w[0], &w[1]);
+    ld8(blk + 16 + 16 * u, &w[2], &w[3]);
+SAKER_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const uint32_t q = (w[j >> 2] >> (8 * (j & 3))) & 0xFF;
+      v[j] = dl * iq4_level(q & 0x0F);
+      v[j + 16] = dl * iq4_level(q >> 4);
+    }
+  }
+};
+
+// One element of a row of a plain float type (the simple kernel's path for any n_in).
+SAKER_HD float float_element(DType type, const uint8_t* row, int64_t i) {
+  if (type == DType::kF32) return bits_f32(rd_u32(row + 4 * i));  // row is 4-byte aligned in practice
+  const uint16_t h = static_cast<uint16_t>(rd_u16(row + 2 * i));
+  return type == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+// Calls f(Fmt<T>{}) for the runtime dtype; returns false for a dtype without a decoder.
+template <typename F>
+SAKER_HD bool visit_dtype(DType type, F&& f) {
+  switch (type) {
+    case DType::kF32: f(Fmt<DType::kF32>{}); return true;
+    case DType::kF16: f(Fmt<DType::kF16>{}); return true;
+    case DType::kBF16: f(Fmt<DType::kBF16>{}); return true;
+    case DType::kQ8_0: f(Fmt<DType::kQ8_0>{}); return true;
+    case DType::kQ4_0: f(Fmt<DType::kQ4_0>{}); return true;
+    case DType::kQ4_1: f(Fmt<DType::kQ4_1>{}); return true;
+    case DType::kQ5_0: f(Fmt<DType::kQ5_0>{}); return true;
+    case DType::kQ5_1: f(Fmt<DType::kQ5_1>{}); return true;
+    case DType::kIQ4_NL: f(Fmt<DType::kIQ4_NL>{}); return true;
+    case DType::kQ4_K: f(Fmt<DType::kQ4_K>{}); return true;
+    case DType::kQ5_K: f(Fmt<DType::kQ5_K>{}); return true;
+    case DType::kQ6_K: f(Fmt<DType::kQ6_K>{}); return true;
+    case DType::kIQ4_XS: f(Fmt<DType::kIQ4_XS>{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace saker::cuda::blocks

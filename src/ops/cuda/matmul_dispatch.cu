@@ -1,0 +1,129 @@
+// The public CUDA matmul entry points: weight upload (stacking parts along n_out), dtype support, and the
+// choice of path by row count: decode kernels up to max_kernel_rows(), cuBLAS GEMM beyond.
+// SAKER_CUDA_MATMUL=simple (core/env.h) forces the reference kernel for every row count, to bisect.
+#include <cstring>
+#include <string>
+
+#include "core/env.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/matmul_internal.cuh"
+
+namespace saker::cuda {
+
+namespace detail {
+Status launch_matvec_fast_float(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                                bool accumulate, cudaStream_t stream);
+Status launch_matvec_fast_quant(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                                bool accumulate, cudaStream_t stream);
+Status launch_matvec_fast_kquants(const DeviceMatrix& w, const float* x, int64_t rows, float* out,
+                                  int64_t out_stride, bool accumulate, cudaStream_t stream);
+
+bool matvec_fast_supported(const DeviceMatrix& w, const float* x) {
+  if ((reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(w.data) & 15) != 0) return false;
+  if (w.layout != 0 || w.n_in <= 0 || w.n_in > (int64_t{1} << 30)) return false;
+  bool ok = false;
+  visit_fmt(w.type, [&](auto fmt) {
+    using F = decltype(fmt);
+    // Whole blocks per row; vector loads need 16-byte aligned rows where the format uses them. The other
+    // formats read at most 8-byte fields that their block sizes keep aligned (IQ4_XS 136, Q8_0 34 bytes).
+    ok = w.n_in % F::kBlockElems == 0 && (!F::kAligned16 || matrix_row_bytes(w) % 16 == 0);
+  });
+  return ok;
+}
+
+Status launch_matvec_fast(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                          bool accumulate, cudaStream_t stream) {
+  switch (w.type) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16: return launch_matvec_fast_float(w, x, rows, out, out_stride, accumulate, stream);
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return launch_matvec_fast_kquants(w, x, rows, out, out_stride, accumulate, stream);
+    default: return launch_matvec_fast_quant(w, x, rows, out, out_stride, accumulate, stream);
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+bool force_simple() {
+  static const bool simple = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "simple") == 0;
+  }();
+  return simple;
+}
+
+}  // namespace
+
+bool matmul_supports(DType type) {
+  return detail::visit_fmt(type, [](auto) {});
+}
+
+Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts) {
+  if (parts.empty()) return make_error(StatusCode::kInvalidArgument, "cuda upload_matrix: no parts");
+  const DType type = parts[0].dtype;
+  if (!matmul_supports(type)) {
+    return make_error(StatusCode::kUnsupported, std::string("cuda upload_matrix: dtype ") +
+                                                    std::string(dtype_name(type)) + " not supported");
+  }
+  const int64_t n_in = parts[0].dim(-1);
+  int64_t n_out = 0;
+  for (const TensorView& p : parts) {
+    if (p.dtype != type || p.n_dims != 2 || p.dim(-1) != n_in || p.device != Device::kCpu || !p.data) {
+      return make_error(StatusCode::kInvalidArgument,
+                        "cuda upload_matrix: parts must be host 2-D tensors of one dtype and one n_in, got " +
+                            p.shape_string());
+    }
+    n_out += p.dim(0);
+  }
+  const std::optional<uint64_t> rb = row_bytes(type, n_in);
+  if (!rb || n_in <= 0 || n_out <= 0) {
+    return make_error(StatusCode::kInvalidArgument, "cuda upload_matrix: n_in is not a whole number of blocks");
+  }
+  DeviceMatrix m;
+  m.type = type;
+  m.n_out = n_out;
+  m.n_in = n_in;
+  m.bytes = static_cast<size_t>(*rb) * static_cast<size_t>(n_out);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m.data, m.bytes));
+  auto* dst = static_cast<uint8_t*>(m.data);
+  for (const TensorView& p : parts) {
+    const size_t src_pitch = static_cast<size_t>(p.stride_bytes[0]);
+    const cudaError_t e = cudaMemcpy2D(dst, *rb, p.data, src_pitch, *rb, static_cast<size_t>(p.dim(0)),
+                                       cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+      cudaFree(m.data);
+      SAKER_CUDA_RETURN_IF_ERROR(e);
+    }
+    dst += *rb * static_cast<uint64_t>(p.dim(0));
+  }
+  return m;
+}
+
+void free_matrix(DeviceMatrix* m) {
+  if (m == nullptr) return;
+  cudaFree(m->data);
+  *m = DeviceMatrix{};
+}
+
+Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows, float* out,
+              int64_t out_stride, bool accumulate, cudaStream_t stream) {
+  if (rows <= 0) return {};
+  if (!w.data || !x || !out) return make_error(StatusCode::kInvalidArgument, "cuda matmul: null pointer");
+  if (out_stride < w.n_out) return make_error(StatusCode::kInvalidArgument, "cuda matmul: out_stride < n_out");
+  if (w.layout != 0) return make_error(StatusCode::kInvalidArgument, "cuda matmul: unknown weight layout");
+  if (force_simple()) return detail::launch_matvec_simple(w, x, rows, out, out_stride, accumulate, stream);
+  if (rows <= ctx.max_kernel_rows()) {
+    if (detail::matvec_fast_supported(w, x)) {
+      return detail::launch_matvec_fast(w, x, rows, out, out_stride, accumulate, stream);
+    }
+    return detail::launch_matvec_simple(w, x, rows, out, out_stride, accumulate, stream);
+  }
+  return detail::gemm_prefill(ctx, w, x, rows, out, out_stride, accumulate, stream);
+}
+
+}  // namespace saker::cuda

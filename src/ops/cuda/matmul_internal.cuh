@@ -1,0 +1,78 @@
+#pragma once
+// Pieces shared by the CUDA matmul files: the kernel launchers each family exports to the dispatcher.
+// Every launcher is asynchronous on `stream`; the decode launchers do nothing but launch kernels, so they
+// are safe inside CUDA graph capture.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "ops/cuda/dequant_blocks.h"
+#include "ops/cuda/matmul.h"
+
+namespace saker::cuda::detail {
+
+// Calls f(blocks::Fmt<T>{}) for the runtime dtype (host side); false for a dtype without a decoder.
+template <typename F>
+bool visit_fmt(DType type, F&& f) {
+  using namespace blocks;
+  switch (type) {
+    case DType::kF32: f(Fmt<DType::kF32>{}); return true;
+    case DType::kF16: f(Fmt<DType::kF16>{}); return true;
+    case DType::kBF16: f(Fmt<DType::kBF16>{}); return true;
+    case DType::kQ8_0: f(Fmt<DType::kQ8_0>{}); return true;
+    case DType::kQ4_0: f(Fmt<DType::kQ4_0>{}); return true;
+    case DType::kQ4_1: f(Fmt<DType::kQ4_1>{}); return true;
+    case DType::kQ5_0: f(Fmt<DType::kQ5_0>{}); return true;
+    case DType::kQ5_1: f(Fmt<DType::kQ5_1>{}); return true;
+    case DType::kIQ4_NL: f(Fmt<DType::kIQ4_NL>{}); return true;
+    case DType::kQ4_K: f(Fmt<DType::kQ4_K>{}); return true;
+    case DType::kQ5_K: f(Fmt<DType::kQ5_K>{}); return true;
+    case DType::kQ6_K: f(Fmt<DType::kQ6_K>{}); return true;
+    case DType::kIQ4_XS: f(Fmt<DType::kIQ4_XS>{}); return true;
+    default: return false;
+  }
+}
+
+inline bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+// Bytes of one stored row of w (GGUF layout, layout == 0).
+inline int64_t matrix_row_bytes(const DeviceMatrix& w) {
+  return static_cast<int64_t>(w.bytes / static_cast<size_t>(w.n_out));
+}
+
+// The reference kernel: one block per (output row, token row), any n_in, every dtype. Slow and obvious.
+Status launch_matvec_simple(const DeviceMatrix& w,
+                            const float* x,  // [rows, n_in] f32
+                            int64_t rows,
+                            float* out,      // [rows, out_stride] f32
+                            int64_t out_stride, bool accumulate, cudaStream_t stream);
+
+// Whether the fast decode kernel takes this matrix and activation pointer (whole 256/32-element blocks,
+// aligned rows and x); when not, the dispatcher uses the simple kernel.
+bool matvec_fast_supported(const DeviceMatrix& w, const float* x);
+Status launch_matvec_fast(const DeviceMatrix& w,
+                          const float* x,  // [rows, n_in] f32, 16-byte aligned
+                          int64_t rows,    // 1 .. 64 (any count works; tiles of 8)
+                          float* out,      // [rows, out_stride] f32
+                          int64_t out_stride, bool accumulate, cudaStream_t stream);
+
+// Rows [row0, row0 + n_rows) of a quantized w dequantised to f16: dst [n_rows, n_in].
+Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows, __half* dst, cudaStream_t stream);
+// f32 -> f16 (to == kF16) or bf16 (to == kBF16), n elements.
+Status launch_convert_f32(const float* src, int64_t n, DType to, void* dst, cudaStream_t stream);
+
+}  // namespace saker::cuda::detail
+
+namespace saker::cuda::detail {
+
+// Prefill (rows > max_kernel_rows()) through cuBLAS; ctx is the MatmulContext made by MatmulContext::create.
+Status gemm_prefill(MatmulContext& ctx, const DeviceMatrix& w,
+                    const float* x,  // [rows, n_in] f32
+                    int64_t rows,
+                    float* out,      // [rows, out_stride] f32
+                    int64_t out_stride, bool accumulate, cudaStream_t stream);
+
+}  // namespace saker::cuda::detail
