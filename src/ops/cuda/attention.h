@@ -25,12 +25,20 @@ struct DeviceAttentionBatch {
   int32_t block_size = 16;
 };
 
+// Which kernel attention() runs. kAuto picks from the batch shape (tests and benchmarks force one).
+enum class AttentionKernel : uint8_t {
+  kAuto,
+  kSplitK,  // f32 flash-decoding over key splits: decode, speculative verify, any batch
+  kTiled,   // f16 tensor-core tiles of 64 query rows: prefill
+};
+
 struct AttentionLaunch {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
   float scale = 0.0f;          // 0: 1/sqrt(head_dim)
   float soft_cap = 0.0f;       // > 0: soft_cap * tanh(s / soft_cap)
   int32_t sliding_window = 0;  // > 0: keys with position > query position - window
   int32_t max_ctx = 0;         // capacity: no sequence of this batch has n_ctx above it
+  AttentionKernel kernel = AttentionKernel::kAuto;
 };
 
 // Writes each token's k/v row ([n_tokens, n_head_kv, head_dim] f32, row stride `token_stride` floats) to

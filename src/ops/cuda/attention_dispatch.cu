@@ -12,6 +12,7 @@ namespace saker::cuda {
 namespace {
 
 struct Plan {
+  bool tiled = false;
   int32_t rows_per_tile = 1;
   int32_t n_splits = 1;
   size_t ml_bytes = 0, acc_bytes = 0;  // split-K partials, each 256-byte aligned
@@ -54,6 +55,10 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch)
   // One token per sequence (plain decode): tiles of one row, so no block mixes sequences. Otherwise as
   // many rows as a sequence has on average, up to what the block holds.
   const int32_t per_seq = L.n_seqs > 0 ? (L.n_tokens + L.n_seqs - 1) / L.n_seqs : 1;
+  // Tensor-core tiles pay off once a sequence brings enough query rows to fill them.
+  plan.tiled = launch.kernel == AttentionKernel::kTiled ||
+               (launch.kernel == AttentionKernel::kAuto && L.n_tokens >= 128 && per_seq >= 48);
+  if (plan.tiled) return plan;
   plan.rows_per_tile = std::clamp(per_seq, 1, max_rows);
   const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
   const int64_t base = n_tiles * launch.n_head_kv;
@@ -89,11 +94,15 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
   if (q_stride < static_cast<int64_t>(launch.n_head) * launch.head_dim) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: q_stride below n_head * head_dim");
   }
-  const Plan plan = make_plan(batch, launch);
+  Plan plan = make_plan(batch, launch);
   if (workspace_bytes < plan.ml_bytes + plan.acc_bytes || (plan.n_splits > 1 && workspace == nullptr)) {
     return make_error(StatusCode::kInvalidArgument,
                       "cuda attention: workspace smaller than attention_workspace_bytes()");
   }
+  // The tiled kernel reads q as float4; otherwise (rare) the split-K kernel without splits stands in, which
+  // needs no workspace.
+  const bool q_vec = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
+  if (plan.tiled && !q_vec) plan = Plan{};
   detail::SplitAttentionArgs a;
   a.q = q;
   a.q_stride = q_stride;
@@ -116,7 +125,7 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
     a.part_ml = static_cast<float2*>(workspace);
     a.part_acc = reinterpret_cast<float*>(static_cast<char*>(workspace) + plan.ml_bytes);
   }
-  return detail::launch_split_attention(a, stream);
+  return plan.tiled ? detail::launch_tiled_attention(a, stream) : detail::launch_split_attention(a, stream);
 }
 
 }  // namespace saker::cuda

@@ -37,4 +37,8 @@ constexpr int32_t split_key_tile(int32_t head_dim) { return 8192 / head_dim; }
 // Split-K attention (+ the combine kernel when n_splits > 1). Correct for every mask and batch shape.
 Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream);
 
+// Tensor-core tiled attention (64 query rows of one head per block; rows_per_tile, n_splits and the
+// partials are ignored, out is written directly). Needs q 16-byte aligned and q_stride % 4 == 0.
+Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+
 }  // namespace saker::cuda::detail
