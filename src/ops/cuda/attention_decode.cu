@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
           const float* qv = qs + qi * D;
           const __half* kv = ks + j * T::kStride;
           dot = 0.0f;
-#pragma unroll 4
+#pragma unroll 8
           for (int c = 0; c < D; c += 8) {
             const uint4 raw = *reinterpret_cast<const uint4*>(kv + c);
             const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
@@ -317,8 +317,9 @@ template <int D>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
   const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
   const size_t smem = shared_layout<D>(a.rows_per_tile * a.group, a.rows_per_tile).total;
-  SAKER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(split_attention_kernel<D>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  static std::atomic<uint64_t> smem_set{0};
+  const size_t max_smem = shared_layout<D>(split_max_queries(D), kMaxRows).total;
+  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(split_attention_kernel<D>, max_smem, &smem_set));
   const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
   split_attention_kernel<D><<<grid, kThreads, smem, stream>>>(a);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());

@@ -3,10 +3,12 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/status.h"
 #include "ops/cuda/attention_pack.h"
+#include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
 
@@ -33,6 +35,20 @@ struct SplitAttentionArgs {
 constexpr int32_t split_max_queries(int32_t head_dim) { return head_dim <= 128 ? 64 : 8192 / head_dim; }
 // Keys per shared-memory tile (16 KB of K and 16 KB of V per tile whatever the head size).
 constexpr int32_t split_key_tile(int32_t head_dim) { return 8192 / head_dim; }
+
+// Raises a kernel's dynamic shared memory limit to `bytes` (its largest launch) once per device, so a
+// launch inside CUDA graph capture makes no attribute call.
+template <typename Kernel>
+Status allow_dynamic_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t>* done_devices) {
+  int dev = 0;
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+  const uint64_t bit = 1ull << (dev & 63);
+  if (done_devices->load(std::memory_order_acquire) & bit) return {};
+  SAKER_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done_devices->fetch_or(bit, std::memory_order_acq_rel);
+  return {};
+}
 
 // Split-K attention (+ the combine kernel when n_splits > 1). Correct for every mask and batch shape.
 Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream);

@@ -296,8 +296,8 @@ __global__ void __launch_bounds__(kThreads) tiled_attention_kernel(const SplitAt
 template <int D>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
   const int32_t n_tiles = (a.layout.n_tokens + kRows - 1) / kRows;
-  SAKER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(tiled_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  static_cast<int>(Geo<D>::kSmem)));
+  static std::atomic<uint64_t> smem_set{0};
+  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(tiled_attention_kernel<D>, Geo<D>::kSmem, &smem_set));
   const dim3 grid(static_cast<unsigned>(a.n_head), static_cast<unsigned>(n_tiles));
   tiled_attention_kernel<D><<<grid, kThreads, Geo<D>::kSmem, stream>>>(a);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
