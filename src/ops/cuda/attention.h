@@ -14,21 +14,9 @@
 
 #include "core/status.h"
 #include "ops/attention_batch.h"
+#include "ops/cuda/attention_pack.h"  // PackedAttentionLayout, pack_attention_batch
 
 namespace saker::cuda {
-
-// Offsets (in int32 elements) of each field inside the packed array; sizes follow from n_tokens/n_seqs.
-struct PackedAttentionLayout {
-  int32_t n_tokens = 0, n_seqs = 0, n_block_table = 0;
-  int32_t token_seq = 0, token_slot = 0, token_pos = 0, token_parent = 0;  // [n_tokens] each
-  int32_t seq_n_ctx = 0, seq_mask = 0, seq_tree_start = 0, seq_table = 0;   // [n_seqs] each
-  int32_t block_tables = 0;                                                // [n_block_table]
-  int32_t total = 0;
-};
-
-// Packs `batch` (validated by the caller) into `packed`, returning its layout. token_parent is filled
-// with -1 when the batch has no tree.
-PackedAttentionLayout pack_attention_batch(const AttentionBatch& batch, std::vector<int32_t>* packed);
 
 // Device view of a packed batch: `data` points at the device copy of the packed array.
 struct DeviceAttentionBatch {
@@ -37,12 +25,20 @@ struct DeviceAttentionBatch {
   int32_t block_size = 16;
 };
 
+// Which kernel attention() runs. kAuto picks from the batch shape (tests and benchmarks force one).
+enum class AttentionKernel : uint8_t {
+  kAuto,
+  kSplitK,  // f32 flash-decoding over key splits: decode, speculative verify, any batch
+  kTiled,   // f16 tensor-core tiles of 64 query rows: prefill
+};
+
 struct AttentionLaunch {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
   float scale = 0.0f;          // 0: 1/sqrt(head_dim)
   float soft_cap = 0.0f;       // > 0: soft_cap * tanh(s / soft_cap)
   int32_t sliding_window = 0;  // > 0: keys with position > query position - window
   int32_t max_ctx = 0;         // capacity: no sequence of this batch has n_ctx above it
+  AttentionKernel kernel = AttentionKernel::kAuto;
 };
 
 // Writes each token's k/v row ([n_tokens, n_head_kv, head_dim] f32, row stride `token_stride` floats) to

@@ -1,0 +1,349 @@
+// Split-K ("flash-decoding") attention over the paged f16 cache.
+//
+// One block handles one KV head, a tile of consecutive query tokens and one slice of the key range:
+// every query head of the KV head's GQA group and every token of the tile that belongs to the same
+// sequence share each K/V tile loaded into shared memory, so a decode step reads K/V once per KV head
+// and split. Each block keeps an online softmax (running max m, sum l, unnormalised acc) per query vector;
+// with one split it writes the normalised output, otherwise (m, l, acc) partials that the combine kernel
+// merges. The key range of a block comes from the sequence lengths in device memory (split i covers the
+// i-th of n_splits equal slices of the visible range), so the grid depends only on the layout and the
+// launch capacities and a captured graph replays for any lengths.
+//
+// Arithmetic is f32 on CUDA cores; K/V tiles are double-buffered through registers (the next tile's
+// global loads are in flight while the current one is used).
+#include <cfloat>
+
+#include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/cuda_check.h"
+
+namespace saker::cuda::detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxQD = 8192;                        // query vectors x head_dim per block
+constexpr int kAccPairs = kMaxQD / 2 / kThreads;    // float2 accumulators per thread
+constexpr int kMaxRows = 64;                        // token rows per block (a uint64 mask)
+
+template <int D>
+struct Tile {
+  static constexpr int kKeys = 8192 / D;            // keys per tile
+  static constexpr int kStride = D + 8;             // halves per smem row: 16-byte rows, conflict-free uint4 reads
+  static constexpr int kChunks = D / 8;             // uint4 per key row
+  static constexpr int kLoads = kKeys * kChunks / kThreads;  // uint4 per thread for K (and again for V)
+  static_assert(kKeys * kChunks % kThreads == 0, "tile must split evenly over the block");
+};
+
+struct RowInfo {
+  int32_t token;       // batch index
+  int32_t lo, hi;      // exact visible range outside a tree: [lo, hi)
+  int32_t tree_start;  // slots >= tree_start go through attn_key_visible (INT32_MAX outside a tree)
+};
+
+struct SharedLayout {
+  size_t q, k, v, s, m, l, fac, rows, total;
+};
+
+template <int D>
+__host__ __device__ SharedLayout shared_layout(int32_t n_queries, int32_t n_rows) {
+  using T = Tile<D>;
+  SharedLayout s{};
+  size_t at = 0;
+  auto take = [&at](size_t bytes) {
+    const size_t off = at;
+    at += (bytes + 15) / 16 * 16;
+    return off;
+  };
+  s.q = take(sizeof(float) * n_queries * D);                // [n_queries, D] f32, pre-scaled
+  s.k = take(sizeof(__half) * T::kKeys * T::kStride);        // [kKeys, kStride] f16
+  s.v = take(sizeof(__half) * T::kKeys * T::kStride);
+  s.s = take(sizeof(float) * n_queries * T::kKeys);         // [n_queries, kKeys] scores, then p
+  s.m = take(sizeof(float) * n_queries);
+  s.l = take(sizeof(float) * n_queries);
+  s.fac = take(sizeof(float) * n_queries);
+  s.rows = take(sizeof(RowInfo) * n_rows);
+  s.total = at;
+  return s;
+}
+
+// Global -> registers for keys [k0, k0 + kKeys) of `seq` (zeros past `kend`).
+template <int D>
+__device__ __forceinline__ void load_tile(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0,
+                                          int32_t kend, uint4 (&kr)[Tile<D>::kLoads], uint4 (&vr)[Tile<D>::kLoads]) {
+  using T = Tile<D>;
+#pragma unroll
+  for (int i = 0; i < T::kLoads; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    const int j = c / T::kChunks, chunk = c % T::kChunks;
+    const int32_t s = k0 + j;
+    if (s < kend) {
+      const int64_t off = (attn_cache_row(a.packed, a.layout, seq, s, a.block_size) * a.n_head_kv + g) * D + chunk * 8;
+      kr[i] = __ldg(reinterpret_cast<const uint4*>(a.k_cache + off));
+      vr[i] = __ldg(reinterpret_cast<const uint4*>(a.v_cache + off));
+    } else {
+      kr[i] = make_uint4(0, 0, 0, 0);  // V must be finite: p = 0 times garbage could be NaN
+      vr[i] = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void store_tile(__half* ks, __half* vs, const uint4 (&kr)[Tile<D>::kLoads],
+                                           const uint4 (&vr)[Tile<D>::kLoads]) {
+  using T = Tile<D>;
+#pragma unroll
+  for (int i = 0; i < T::kLoads; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    const int j = c / T::kChunks, chunk = c % T::kChunks;
+    *reinterpret_cast<uint4*>(ks + j * T::kStride + chunk * 8) = kr[i];
+    *reinterpret_cast<uint4*>(vs + j * T::kStride + chunk * 8) = vr[i];
+  }
+}
+
+__device__ __forceinline__ bool row_sees(const SplitAttentionArgs& a, const RowInfo& r, int32_t s) {
+  if (s >= r.hi) return false;
+  if (s < r.tree_start) return s >= r.lo;
+  return attn_key_visible(a.packed, a.layout, r.token, s, a.window);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const SplitAttentionArgs a) {
+  using T = Tile<D>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int32_t split = blockIdx.x, g = blockIdx.y;
+  const int32_t t0 = blockIdx.z * a.rows_per_tile;
+  const int32_t n_tokens = a.layout.n_tokens, G = a.group;
+  const SharedLayout sl = shared_layout<D>(a.rows_per_tile * G, a.rows_per_tile);
+  float* qs = reinterpret_cast<float*>(smem + sl.q);
+  __half* ks = reinterpret_cast<__half*>(smem + sl.k);
+  __half* vs = reinterpret_cast<__half*>(smem + sl.v);
+  float* ss = reinterpret_cast<float*>(smem + sl.s);
+  float* ms = reinterpret_cast<float*>(smem + sl.m);
+  float* ls = reinterpret_cast<float*>(smem + sl.l);
+  float* fs = reinterpret_cast<float*>(smem + sl.fac);
+  RowInfo* rows = reinterpret_cast<RowInfo*>(smem + sl.rows);
+  __shared__ int32_t pass_seq, pass_rows, pass_lo, pass_hi;
+  const int* p = a.packed;
+
+  const int32_t n_here = min(a.rows_per_tile, n_tokens - t0);
+  uint64_t todo = n_here >= 64 ? ~0ull : ((1ull << n_here) - 1);
+  // A tile normally holds tokens of one sequence; otherwise each sequence present is one pass.
+  while (todo != 0) {
+    if (threadIdx.x == 0) {
+      const int leader = __ffsll(static_cast<long long>(todo)) - 1;
+      const int32_t seq = p[a.layout.token_seq + t0 + leader];
+      int32_t n = 0, lo = INT32_MAX, hi = 0;
+      for (int r = leader; r < n_here; ++r) {
+        const int32_t t = t0 + r;
+        if (!((todo >> r) & 1) || p[a.layout.token_seq + t] != seq) continue;
+        RowInfo info;
+        info.token = t;
+        attn_key_range(p, a.layout, t, a.window, &info.lo, &info.hi);
+        lo = min(lo, info.lo);
+        hi = max(hi, info.hi);
+        const bool tree = p[a.layout.seq_mask + seq] == static_cast<int32_t>(AttentionMask::kTree);
+        info.tree_start = tree ? p[a.layout.seq_tree_start + seq] : INT32_MAX;
+        if (tree && a.window > 0) info.lo = max(0, p[a.layout.token_pos + t] - a.window + 1);  // prefix rule
+        rows[n++] = info;
+      }
+      pass_seq = seq;
+      pass_rows = n;
+      pass_lo = lo;
+      pass_hi = hi;
+    }
+    __syncthreads();
+    const int32_t seq = pass_seq, n_rows = pass_rows, nq = n_rows * G;
+    for (int r = 0; r < n_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
+
+    // Queries of the pass, pre-scaled, and the softmax state.
+    for (int e = threadIdx.x; e < nq * D; e += kThreads) {
+      const int qi = e / D, d = e % D;
+      const int32_t h = g * G + qi % G;
+      qs[e] = a.q[rows[qi / G].token * a.q_stride + static_cast<int64_t>(h) * D + d] * a.scale;
+    }
+    for (int qi = threadIdx.x; qi < nq; qi += kThreads) {
+      ms[qi] = -INFINITY;
+      ls[qi] = 0.0f;
+    }
+    float2 acc[kAccPairs];
+#pragma unroll
+    for (int i = 0; i < kAccPairs; ++i) acc[i] = make_float2(0.0f, 0.0f);
+
+    // This split's slice of the pass's key range, in whole tiles.
+    const int32_t n_keys = max(0, pass_hi - pass_lo);
+    int32_t chunk = (n_keys + a.n_splits - 1) / a.n_splits;
+    chunk = (chunk + T::kKeys - 1) / T::kKeys * T::kKeys;
+    const int32_t kb = pass_lo + min(n_keys, split * chunk);
+    const int32_t ke = min(pass_hi, kb + chunk);
+
+    uint4 kr[T::kLoads], vr[T::kLoads];
+    if (kb < ke) load_tile<D>(a, seq, g, kb, ke, kr, vr);
+    for (int32_t k0 = kb; k0 < ke; k0 += T::kKeys) {
+      store_tile<D>(ks, vs, kr, vr);
+      __syncthreads();
+      if (k0 + T::kKeys < ke) load_tile<D>(a, seq, g, k0 + T::kKeys, ke, kr, vr);
+
+      // Scores: a warp covers consecutive keys of one query (broadcast q, conflict-free K rows).
+      for (int e = threadIdx.x; e < nq * T::kKeys; e += kThreads) {
+        const int qi = e / T::kKeys, j = e % T::kKeys;
+        const int32_t s = k0 + j;
+        float dot = -INFINITY;
+        if (s < ke && row_sees(a, rows[qi / G], s)) {
+          const float* qv = qs + qi * D;
+          const __half* kv = ks + j * T::kStride;
+          dot = 0.0f;
+#pragma unroll 8
+          for (int c = 0; c < D; c += 8) {
+            const uint4 raw = *reinterpret_cast<const uint4*>(kv + c);
+            const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
+            const float4 qa = *reinterpret_cast<const float4*>(qv + c);
+            const float4 qb = *reinterpret_cast<const float4*>(qv + c + 4);
+            const float2 k01 = __half22float2(h2[0]), k23 = __half22float2(h2[1]);
+            const float2 k45 = __half22float2(h2[2]), k67 = __half22float2(h2[3]);
+            dot += qa.x * k01.x + qa.y * k01.y + qa.z * k23.x + qa.w * k23.y;
+            dot += qb.x * k45.x + qb.y * k45.y + qb.z * k67.x + qb.w * k67.y;
+          }
+          if (a.soft_cap > 0.0f) dot = a.soft_cap * tanhf(dot / a.soft_cap);
+        }
+        ss[e] = dot;
+      }
+      __syncthreads();
+
+      // Online softmax, one warp per query vector.
+      const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+      for (int qi = warp; qi < nq; qi += kWarps) {
+        float* row = ss + qi * T::kKeys;
+        float mx = -INFINITY;
+        for (int j = lane; j < T::kKeys; j += 32) mx = fmaxf(mx, row[j]);
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        const float m_old = ms[qi];
+        const float m_new = fmaxf(m_old, mx);
+        float sum = 0.0f;
+        for (int j = lane; j < T::kKeys; j += 32) {
+          const float pj = m_new == -INFINITY ? 0.0f : expf(row[j] - m_new);
+          row[j] = pj;
+          sum += pj;
+        }
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0) {
+          const float fac = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
+          fs[qi] = fac;
+          ls[qi] = ls[qi] * fac + sum;
+          ms[qi] = m_new;
+        }
+      }
+      __syncthreads();
+
+      // acc = acc * fac + P V; each thread owns pairs of output elements.
+#pragma unroll
+      for (int i = 0; i < kAccPairs; ++i) {
+        const int e = threadIdx.x + i * kThreads;  // pair index over [nq, D / 2]
+        if (e >= nq * (D / 2)) break;
+        const int qi = e / (D / 2), d = (e % (D / 2)) * 2;
+        const float* prow = ss + qi * T::kKeys;
+        const float fac = fs[qi];
+        float2 r = make_float2(acc[i].x * fac, acc[i].y * fac);
+#pragma unroll 8
+        for (int j = 0; j < T::kKeys; ++j) {
+          const float pj = prow[j];
+          const float2 v = __half22float2(*reinterpret_cast<const __half2*>(vs + j * T::kStride + d));
+          r.x += pj * v.x;
+          r.y += pj * v.y;
+        }
+        acc[i] = r;
+      }
+      __syncthreads();
+    }
+
+    // Results of the pass.
+#pragma unroll
+    for (int i = 0; i < kAccPairs; ++i) {
+      const int e = threadIdx.x + i * kThreads;
+      if (e >= nq * (D / 2)) break;
+      const int qi = e / (D / 2), d = (e % (D / 2)) * 2;
+      const int64_t t = rows[qi / G].token;
+      const int64_t h = g * G + qi % G;
+      if (a.n_splits == 1) {
+        const float l = ls[qi];
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
+        *reinterpret_cast<float2*>(a.out + (t * a.n_head + h) * D + d) = make_float2(acc[i].x * inv, acc[i].y * inv);
+      } else {
+        const int64_t idx = (static_cast<int64_t>(split) * n_tokens + t) * a.n_head + h;
+        *reinterpret_cast<float2*>(a.part_acc + idx * D + d) = acc[i];
+      }
+    }
+    if (a.n_splits > 1) {
+      for (int qi = threadIdx.x; qi < nq; qi += kThreads) {
+        const int64_t t = rows[qi / G].token, h = g * G + qi % G;
+        a.part_ml[(static_cast<int64_t>(split) * n_tokens + t) * a.n_head + h] = make_float2(ms[qi], ls[qi]);
+      }
+    }
+    __syncthreads();  // rows/qs/ms are rewritten by the next pass
+  }
+}
+
+// out[t, h] = sum_i w_i acc_i / sum_i w_i l_i with w_i = exp(m_i - max m): one warp per (token, head).
+template <int D>
+__global__ void __launch_bounds__(128) combine_kernel(const float2* __restrict__ part_ml,
+                                                      const float* __restrict__ part_acc, int32_t n_splits,
+                                                      int64_t n_rows, float* __restrict__ out) {
+  const int64_t row = blockIdx.x * 4 + (threadIdx.x >> 5);  // row = t * n_head + h
+  const int lane = threadIdx.x & 31;
+  if (row >= n_rows) return;
+  float m = -INFINITY;
+  for (int i = 0; i < n_splits; ++i) m = fmaxf(m, part_ml[i * n_rows + row].x);
+  constexpr int kPer = D / 32;
+  float acc[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) acc[k] = 0.0f;
+  float l = 0.0f;
+  if (m != -INFINITY) {
+    for (int i = 0; i < n_splits; ++i) {
+      const float2 ml = part_ml[i * n_rows + row];
+      if (ml.x == -INFINITY) continue;  // an empty slice
+      const float w = expf(ml.x - m);
+      l += w * ml.y;
+      const float* src = part_acc + (i * n_rows + row) * D;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) acc[k] += w * src[lane + 32 * k];
+    }
+  }
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) out[row * D + lane + 32 * k] = acc[k] * inv;
+}
+
+template <int D>
+Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
+  const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
+  const size_t smem = shared_layout<D>(a.rows_per_tile * a.group, a.rows_per_tile).total;
+  static std::atomic<uint64_t> smem_set{0};
+  const size_t max_smem = shared_layout<D>(split_max_queries(D), kMaxRows).total;
+  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(split_attention_kernel<D>, max_smem, &smem_set));
+  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
+  split_attention_kernel<D><<<grid, kThreads, smem, stream>>>(a);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  if (a.n_splits > 1) {
+    const int64_t n_rows = static_cast<int64_t>(a.layout.n_tokens) * a.n_head;
+    combine_kernel<D><<<static_cast<unsigned>((n_rows + 3) / 4), 128, 0, stream>>>(a.part_ml, a.part_acc, a.n_splits,
+                                                                                 n_rows, a.out);
+    SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  }
+  return {};
+}
+
+}  // namespace
+
+Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream) {
+  if (a.rows_per_tile < 1 || a.rows_per_tile > kMaxRows || a.rows_per_tile * a.group > split_max_queries(a.head_dim)) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: bad rows_per_tile for the GQA group");
+  }
+  switch (a.head_dim) {
+    case 64: return launch<64>(a, stream);
+    case 128: return launch<128>(a, stream);
+    case 256: return launch<256>(a, stream);
+    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 64, 128 or 256");
+  }
+}
+
+}  // namespace saker::cuda::detail

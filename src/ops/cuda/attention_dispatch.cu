@@ -1,0 +1,131 @@
+// Public entry points of the paged attention: argument checks, the launch plan (rows per block, number of
+// key splits, workspace) and the choice of kernel. The plan depends only on the packed layout (n_tokens,
+// n_seqs) and the AttentionLaunch capacities, never on the lengths in device memory.
+#include <algorithm>
+#include <cmath>
+
+#include "ops/cuda/attention.h"
+#include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/cuda_check.h"
+
+namespace saker::cuda {
+namespace {
+
+struct Plan {
+  bool tiled = false;
+  int32_t rows_per_tile = 1;
+  int32_t n_splits = 1;
+  size_t ml_bytes = 0, acc_bytes = 0;  // split-K partials, each 256-byte aligned
+};
+
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+
+int sm_count() {
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError();  // clear it: the plan falls back to an H200's count
+    return 132;
+  }
+  return n;
+}
+
+Status check(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
+  if (launch.n_head <= 0 || launch.n_head_kv <= 0 || launch.n_head % launch.n_head_kv != 0) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: n_head must be a positive multiple of n_head_kv");
+  }
+  if (launch.head_dim != 64 && launch.head_dim != 128 && launch.head_dim != 256) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 64, 128 or 256");
+  }
+  if (launch.n_head / launch.n_head_kv > detail::split_max_queries(launch.head_dim)) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: GQA group too large for head_dim");
+  }
+  if (launch.max_ctx <= 0 || batch.block_size <= 0 || launch.sliding_window < 0 || launch.soft_cap < 0.0f ||
+      !std::isfinite(launch.scale) || !std::isfinite(launch.soft_cap)) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "cuda attention: max_ctx and block_size must be > 0, window and soft_cap >= 0, scale finite");
+  }
+  return {};
+}
+
+Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
+  Plan plan;
+  const PackedAttentionLayout& L = batch.layout;
+  const int32_t group = launch.n_head / launch.n_head_kv;
+  const int32_t max_rows = std::min(64, detail::split_max_queries(launch.head_dim) / group);
+  // One token per sequence (plain decode): tiles of one row, so no block mixes sequences. Otherwise as
+  // many rows as a sequence has on average, up to what the block holds.
+  const int32_t per_seq = L.n_seqs > 0 ? (L.n_tokens + L.n_seqs - 1) / L.n_seqs : 1;
+  // Tensor-core tiles pay off once a sequence brings enough query rows to fill them.
+  plan.tiled = launch.kernel == AttentionKernel::kTiled ||
+               (launch.kernel == AttentionKernel::kAuto && L.n_tokens >= 128 && per_seq >= 48);
+  if (plan.tiled) return plan;
+  plan.rows_per_tile = std::clamp(per_seq, 1, max_rows);
+  const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
+  const int64_t base = n_tiles * launch.n_head_kv;
+  // Split the keys until the grid fills the GPU a few times over, but keep >= 2 tiles per split at the
+  // capacity length (shorter contexts just give each split fewer keys).
+  const int64_t target = 4LL * sm_count();
+  const int64_t key_tile = detail::split_key_tile(launch.head_dim);
+  const int64_t max_by_ctx = std::max<int64_t>(1, (launch.max_ctx + 2 * key_tile - 1) / (2 * key_tile));
+  int64_t splits = base >= target ? 1 : (target + base - 1) / base;
+  splits = std::min<int64_t>({splits, max_by_ctx, 256});
+  plan.n_splits = static_cast<int32_t>(splits);
+  if (plan.n_splits > 1) {
+    const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
+    plan.ml_bytes = align256(rows * sizeof(float2));
+    plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
+  }
+  return plan;
+}
+
+}  // namespace
+
+size_t attention_workspace_bytes(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
+  if (!check(batch, launch).ok() || batch.layout.n_tokens <= 0) return 0;
+  const Plan plan = make_plan(batch, launch);
+  return plan.ml_bytes + plan.acc_bytes;
+}
+
+Status attention(const float* q, int64_t q_stride, const __half* k_cache, const __half* v_cache,
+                 const DeviceAttentionBatch& batch, const AttentionLaunch& launch, float* out, void* workspace,
+                 size_t workspace_bytes, cudaStream_t stream) {
+  SAKER_RETURN_IF_ERROR(check(batch, launch));
+  if (batch.layout.n_tokens <= 0) return {};
+  if (q_stride < static_cast<int64_t>(launch.n_head) * launch.head_dim) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: q_stride below n_head * head_dim");
+  }
+  Plan plan = make_plan(batch, launch);
+  if (workspace_bytes < plan.ml_bytes + plan.acc_bytes || (plan.n_splits > 1 && workspace == nullptr)) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "cuda attention: workspace smaller than attention_workspace_bytes()");
+  }
+  // The tiled kernel reads q as float4; otherwise (rare) the split-K kernel without splits stands in, which
+  // needs no workspace.
+  const bool q_vec = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
+  if (plan.tiled && !q_vec) plan = Plan{};
+  detail::SplitAttentionArgs a;
+  a.q = q;
+  a.q_stride = q_stride;
+  a.k_cache = k_cache;
+  a.v_cache = v_cache;
+  a.packed = batch.data;
+  a.layout = batch.layout;
+  a.block_size = batch.block_size;
+  a.n_head = launch.n_head;
+  a.n_head_kv = launch.n_head_kv;
+  a.head_dim = launch.head_dim;
+  a.group = launch.n_head / launch.n_head_kv;
+  a.rows_per_tile = plan.rows_per_tile;
+  a.scale = launch.scale != 0.0f ? launch.scale : 1.0f / std::sqrt(static_cast<float>(launch.head_dim));
+  a.soft_cap = launch.soft_cap;
+  a.window = launch.sliding_window;
+  a.n_splits = plan.n_splits;
+  a.out = out;
+  if (plan.n_splits > 1) {
+    a.part_ml = static_cast<float2*>(workspace);
+    a.part_acc = reinterpret_cast<float*>(static_cast<char*>(workspace) + plan.ml_bytes);
+  }
+  return plan.tiled ? detail::launch_tiled_attention(a, stream) : detail::launch_split_attention(a, stream);
+}
+
+}  // namespace saker::cuda

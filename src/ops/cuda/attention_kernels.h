@@ -1,0 +1,60 @@
+#pragma once
+// Internal interface between the attention dispatcher and its kernels (not for callers outside ops/cuda).
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/status.h"
+#include "ops/cuda/attention_pack.h"
+#include "ops/cuda/cuda_check.h"
+
+namespace saker::cuda::detail {
+
+// Everything a split-K attention launch reads. Grid: (n_splits, n_head_kv, ceil(n_tokens / rows_per_tile)).
+struct SplitAttentionArgs {
+  const float* q = nullptr;          // [n_tokens, n_head, head_dim] f32, token stride q_stride
+  int64_t q_stride = 0;
+  const __half* k_cache = nullptr;   // [n_blocks, block_size, n_head_kv, head_dim] f16
+  const __half* v_cache = nullptr;   // [n_blocks, block_size, n_head_kv, head_dim] f16
+  const int32_t* packed = nullptr;   // device packed batch
+  PackedAttentionLayout layout;
+  int32_t block_size = 0;
+  int32_t n_head = 0, n_head_kv = 0, head_dim = 0, group = 0;
+  int32_t rows_per_tile = 0;         // query tokens per block (rows_per_tile * group <= max_queries(head_dim))
+  float scale = 0.0f, soft_cap = 0.0f;
+  int32_t window = 0;
+  int32_t n_splits = 1;
+  float* out = nullptr;              // [n_tokens, n_head, head_dim] f32, written directly when n_splits == 1
+  float2* part_ml = nullptr;         // [n_splits, n_tokens, n_head] (running max, sum) when n_splits > 1
+  float* part_acc = nullptr;         // [n_splits, n_tokens, n_head, head_dim] unnormalised sums
+};
+
+// Most query vectors (token rows x heads of one KV head) one split-K block holds.
+constexpr int32_t split_max_queries(int32_t head_dim) { return head_dim <= 128 ? 64 : 8192 / head_dim; }
+// Keys per shared-memory tile (16 KB of K and 16 KB of V per tile whatever the head size).
+constexpr int32_t split_key_tile(int32_t head_dim) { return 8192 / head_dim; }
+
+// Raises a kernel's dynamic shared memory limit to `bytes` (its largest launch) once per device, so a
+// launch inside CUDA graph capture makes no attribute call.
+template <typename Kernel>
+Status allow_dynamic_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t>* done_devices) {
+  int dev = 0;
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+  const uint64_t bit = 1ull << (dev & 63);
+  if (done_devices->load(std::memory_order_acquire) & bit) return {};
+  SAKER_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done_devices->fetch_or(bit, std::memory_order_acq_rel);
+  return {};
+}
+
+// Split-K attention (+ the combine kernel when n_splits > 1). Correct for every mask and batch shape.
+Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+
+// Tensor-core tiled attention (64 query rows of one head per block; rows_per_tile, n_splits and the
+// partials are ignored, out is written directly). Needs q 16-byte aligned and q_stride % 4 == 0.
+Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+
+}  // namespace saker::cuda::detail
