@@ -61,7 +61,8 @@ def encode_documents(tok, texts, batch=2048):
     """Token ids of each text followed by <|endoftext|>, as one flat list of int lists."""
     eos = tok.token_to_id(EOS)
     out = []
+    encode = getattr(tok, "encode_batch_fast", None) or tok.encode_batch  # _fast skips offsets (tokenizers 0.21+)
     for i in range(0, len(texts), batch):
-        for enc in tok.encode_batch(texts[i:i + batch], add_special_tokens=False):
+        for enc in encode(texts[i:i + batch], add_special_tokens=False):
             out.append(enc.ids + [eos])
     return out

@@ -5,10 +5,15 @@ def _fence(text):
     return "```python\n" + text.rstrip("\n") + "\n```"
 
 
+def _count(n):
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
+
+
 def write(path, m):
     c, tc, tt, ev = m["corpus"], m["target_config"], m["target_train"], m["target_eval"]
     dc, dt, acc, env, times = m["drafter_config"], m["drafter_train"], m["acceptance"], m["environment"], m["times"]
     a = m["args"]
+    precision = "bf16 autocast" if env["device"].startswith("cuda") else "float32"
     L = []
     w = L.append
     w("# saker-mini")
@@ -67,8 +72,8 @@ def write(path, m):
     w(f"Training: packed windows of {tt['ctx']} tokens drawn at random offsets of the concatenated training split "
       f"(files joined by `<|endoftext|>`), batch {tt['batch']} x {tt['ctx']}, AdamW (betas 0.9/0.95, weight decay "
       f"{tt['weight_decay']} on matrices), peak learning rate {tt['peak_lr']:g}, {tt['warmup_steps']} warm-up "
-      f"steps then cosine to 10%, gradient clip 1.0, bf16 autocast. {tt['steps']} steps, "
-      f"{tt['tokens'] / 1e6:.0f}M tokens ({tt['epochs']} epochs) in {tt['seconds']:.0f} s, "
+      f"steps then cosine to 10%, gradient clip 1.0, {precision}. {tt['steps']} steps, "
+      f"{_count(tt['tokens'])} tokens ({tt['epochs']} epochs) in {tt['seconds']:.0f} s, "
       f"{tt['tokens_per_s'] / 1e3:.0f}K tokens/s. Final training loss {tt['final_train_loss']}.")
     w("")
     w("| held-out metric | value |")
@@ -129,6 +134,15 @@ def write(path, m):
     w("")
     w(f"    {acc['command']}")
     w("")
+    chk = m.get("saker_check")
+    if chk:
+        w("## saker check")
+        w("")
+        w(f"saker's CPU backend on the Q8_0 GGUF, greedy, first {chk['tokens']} tokens of each reference prompt: "
+          f"**{chk['identical_to_q8_0_reference']} of {chk['prompts']} identical** to transformers' continuation of "
+          f"the Q8_0 weights ({chk['identical_to_fp32_reference']} of {chk['prompts']} identical to that of the "
+          f"float32 weights). Command: `{chk['command']}`.")
+        w("")
     w("## Files")
     w("")
     g = m.get("gguf") or {}

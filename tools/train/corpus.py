@@ -53,7 +53,7 @@ def _keyed(seed, digest):
 
 
 def gather(seed, max_train_bytes, max_heldout_bytes, heldout_permille=20, min_bytes=256, max_file_bytes=400_000,
-           log=print):
+           max_read_bytes=1_500_000_000, log=print):
     """Returns dict(train=[texts], heldout=[texts], stats={...}).
 
     Files are visited in path order, deduplicated by SHA-256 of their bytes, then ordered by a seed-keyed hash of
@@ -71,7 +71,10 @@ def gather(seed, max_train_bytes, max_heldout_bytes, heldout_permille=20, min_by
     by_digest = {}
     n_seen = n_bad = n_size = 0
     real_seen = set()
+    n_read = 0
     for p in files:
+        if n_read > max_read_bytes:  # a huge installation: stop reading (path order keeps this deterministic)
+            break
         rp = os.path.realpath(p)
         if rp in real_seen:
             continue
@@ -84,6 +87,7 @@ def gather(seed, max_train_bytes, max_heldout_bytes, heldout_permille=20, min_by
                 continue
             with open(rp, "rb") as fh:
                 raw = fh.read()
+            n_read += len(raw)
         except OSError:
             n_bad += 1
             continue
@@ -120,7 +124,7 @@ def gather(seed, max_train_bytes, max_heldout_bytes, heldout_permille=20, min_by
             pkg_bytes[_package_of(path, roots)] += nbytes
     stats = dict(
         python=sys.version.split()[0], roots=roots, files_found=len(files), files_read=n_seen,
-        files_skipped_size=n_size, files_skipped_unreadable=n_bad, unique_files=len(by_digest),
+        bytes_read=n_read, files_skipped_size=n_size, files_skipped_unreadable=n_bad, unique_files=len(by_digest),
         duplicates_removed=n_seen - n_size - n_bad - len(by_digest), train_files=len(train), train_bytes=tb,
         heldout_files=len(heldout), heldout_bytes=hb, heldout_permille=heldout_permille,
         max_train_bytes=max_train_bytes, top_packages=pkg_bytes.most_common(15))

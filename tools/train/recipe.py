@@ -124,15 +124,17 @@ def flatten(docs):
 
 
 def pick_prompts(texts, tok, n, rng, min_tokens, max_tokens):
-    """Prompts from held-out files: from a 'def'/'class' line (else the first line), whole lines until at least
-    min_tokens tokens; skipped when that exceeds max_tokens."""
+    """Prompts from held-out files: from a random 'def'/'class' line, whole lines until at least min_tokens
+    tokens; files without such lines, or whose prompt would exceed max_tokens, are skipped."""
     out = []
     for t in texts:
         if len(out) >= n:
             break
         lines = t.splitlines(keepends=True)
         starts = [i for i, l in enumerate(lines) if l.lstrip().startswith(("def ", "class ", "async def "))]
-        i = rng.choice(starts) if starts else 0
+        if not starts:
+            continue
+        i = rng.choice(starts)
         text = ""
         for line in lines[i:]:
             text += line
@@ -209,7 +211,10 @@ def main(argv=None):
     from transformers import AutoTokenizer
     hf_tok = AutoTokenizer.from_pretrained(hf_dir)
     probe = data["heldout"][0][:2000]
-    assert hf_tok(probe, add_special_tokens=False)["input_ids"] == tok.encode(probe, add_special_tokens=False).ids
+    st_same = hf_tok(probe, add_special_tokens=False)["input_ids"] == tok.encode(probe, add_special_tokens=False).ids
+    if not st_same:
+        log("WARNING: AutoTokenizer on the saved folder encodes differently from the trained tokenizer")
+    st["autotokenizer_round_trip_ok"] = st_same
     rng = random.Random(a.seed)
     ref_prompts = pick_prompts(data["heldout"], tok, a.ref_prompts + a.accept_prompts, rng, 32,
                                min(128, a.ctx // 2))
