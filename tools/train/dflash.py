@@ -304,12 +304,17 @@ def train(drafter, target, data, *, prompt_len, batch, anchors, budget_s, peak_l
         opt.step()
         step += 1
         recent.append(loss.item() if step % 10 == 0 or step <= calib_steps else None)
-        if total is None and step == calib_steps:
+        if max_steps is None and step in (calib_steps, 6 * calib_steps):
+            # timed twice, as the target's loop: warm-up first, then the steady-state rate
             if dev.type == "cuda":
                 torch.cuda.synchronize()
-            per = (time.time() - t0) / step
-            total = max(step + 1, int(budget_s / per))
-            log(f"drafter: {per * 1000:.0f} ms/step -> {total} steps in {budget_s:.0f} s")
+            now = time.time()
+            if step == calib_steps:
+                per, t_calib = (now - t0) / step, now
+            else:
+                per = (now - t_calib) / (step - calib_steps)
+            total = max(step + 1, step + int((budget_s - (now - t0)) / per))
+            log(f"drafter: {per * 1000:.0f} ms/step after {step} steps -> {total} steps in {budget_s:.0f} s")
         if step % log_every == 0:
             l = loss.item()
             el = time.time() - t0

@@ -51,8 +51,8 @@ def train(model, stream, *, batch, ctx, budget_s, peak_lr, weight_decay, warmup_
           max_steps=None, calib_steps=10, log_every=50, log=print):
     """Trains on random windows of the packed train stream until `budget_s` seconds (or `max_steps`).
 
-    The cosine schedule needs the step count up front: it runs `calib_steps` steps at warm-up, times them and
-    fixes total = budget / step time (or takes max_steps). Returns a dict of training statistics.
+    The cosine schedule needs the step count up front: the loop times the first warm-up steps and fixes the
+    total from the measured step time (or takes max_steps). Returns a dict of training statistics.
     """
     decay, no_decay = [], []
     for n, p in model.named_parameters():
@@ -91,11 +91,16 @@ def train(model, stream, *, batch, ctx, budget_s, peak_lr, weight_decay, warmup_
         step += 1
         if step % 10 == 0 or step <= calib_steps:
             losses.append((step, loss.item()))
-        if total is None and step == calib_steps:
+        if max_steps is None and step in (calib_steps, 6 * calib_steps):
+            # timed twice: the first steps include allocator / kernel warm-up; the second estimate (still inside
+            # the warm-up, before the cosine starts) uses the steady-state rate since the first
             sync()
-            per_step = (time.time() - t0) / step
-            # the first steps include allocator / kernel warm-up, so this estimate is conservative
-            total = max(step + 1, int(budget_s / per_step))
+            now = time.time()
+            if step == calib_steps:
+                per_step, t_calib = (now - t0) / step, now
+            else:
+                per_step = (now - t_calib) / (step - calib_steps)
+            total = max(step + 1, step + int((budget_s - (now - t0)) / per_step))
             log(f"target: {per_step * 1000:.0f} ms/step after {step} steps -> {total} steps in {budget_s:.0f} s")
         if step % log_every == 0:
             sync()

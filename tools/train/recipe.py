@@ -55,7 +55,7 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--smoke", action="store_true", help="toy sizes on the CPU: checks the pipeline end to end")
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
-    ap.add_argument("--minutes-total", type=float, default=8.5,
+    ap.add_argument("--minutes-total", type=float, default=8.25,
                     help="wall-clock cap for the whole run; the training budgets shrink to respect it")
     ap.add_argument("--minutes-target", type=float, default=4.0, help="target training budget")
     ap.add_argument("--minutes-drafter", type=float, default=2.5,
@@ -101,6 +101,9 @@ def parse_args(argv=None):
     ap.add_argument("--accept-new", type=int, default=128, help="tokens generated per acceptance prompt")
     ap.add_argument("--ref-prompts", type=int, default=16, help="held-out prompts with reference greedy tokens")
     ap.add_argument("--ref-new", type=int, default=64)
+    ap.add_argument("--bundle", default=None,
+                    help="also write the outputs as OUT-name.tar.NN parts of at most 15 MiB (plus metrics.json, "
+                         "README.md, log.txt) into this folder, for transfers that cap the size of a file")
     ap.add_argument("--saker", default=None, help="saker binary for the GGUF (default: build/bin/saker if present)")
     a = ap.parse_args(argv)
     if a.smoke:
@@ -255,6 +258,11 @@ def main(argv=None):
     tstats["epochs"] = round(tstats["tokens"] / train_stream.numel(), 2)
     metrics["target_train"] = tstats
     model.eval()
+    # The shipped weights are bf16 (the run's outputs must travel in small files): round now, so that every
+    # number below (evaluation, references, the drafter's data and its measurement) is of the shipped model.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(torch.bfloat16).float())
     if device.type == "cuda":  # full fp32 from here on: the numbers saker will be compared with
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -267,7 +275,8 @@ def main(argv=None):
     metrics["target_eval"] = ev
     log(f"target: held-out loss {ev['heldout_loss']} perplexity {ev['heldout_ppl']} "
         f"({ev['heldout_tokens']} tokens; fp32 on {ev_fp32['heldout_tokens']}: {ev_fp32['heldout_loss']})")
-    model.save_pretrained(hf_dir, safe_serialization=True)
+    model.to(torch.bfloat16).save_pretrained(hf_dir, safe_serialization=True)  # lossless: already bf16 values
+    model.float()
     gen_cfg = {"bos_token_id": bpe_eos, "eos_token_id": bpe_eos, "pad_token_id": bpe_eos, "do_sample": False,
                "max_new_tokens": 256}
     with open(os.path.join(hf_dir, "generation_config.json"), "w") as f:
@@ -352,8 +361,32 @@ def main(argv=None):
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
     card.write(os.path.join(a.out, "README.md"), metrics)
-    log(f"done in {times['total_s']:.0f}s: held-out perplexity {ev['heldout_ppl']}, "
+    log(f"done in {time.time() - T_START:.0f}s: held-out perplexity {ev['heldout_ppl']}, "
         f"drafter mean accepted length {acc['mean_accepted_length']} (block {a.block}, temperature 0)")
+    if a.bundle:
+        write_bundle(a.out, a.bundle)
+
+
+def write_bundle(out, dest, part_bytes=15 * 1024 * 1024):
+    """OUT as one uncompressed tar cut into parts (`cat NAME.tar.* | tar -x` restores it), plus the files a
+    reader wants first. The GGUF, if any, is left out: package.py writes it from hf/."""
+    import io
+    import shutil
+    import tarfile
+    os.makedirs(dest, exist_ok=True)
+    name = os.path.basename(os.path.normpath(out))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(out, arcname=name, filter=lambda ti: None if ti.name.endswith(".gguf") else ti)
+    data = buf.getvalue()
+    parts = [data[i:i + part_bytes] for i in range(0, len(data), part_bytes)]
+    for i, chunk in enumerate(parts):
+        with open(os.path.join(dest, f"{name}.tar.{i:02d}"), "wb") as f:
+            f.write(chunk)
+    for f in ("metrics.json", "README.md", "log.txt"):
+        shutil.copy2(os.path.join(out, f), os.path.join(dest, f))
+    log(f"bundle: {len(data) / 1e6:.1f} MB in {len(parts)} parts under {dest} "
+        f"(restore: cat {name}.tar.* | tar -x)")
 
 
 if __name__ == "__main__":
