@@ -85,10 +85,11 @@ def write(path, m):
     w(f"| loss in float32 (first {ev['fp32_subset_tokens']} tokens) | {ev['heldout_loss_fp32_subset']} |")
     w("")
     ref = m["reference"]
-    w(f"`reference.json` holds {ref['prompts']} held-out prompts with transformers' float32 greedy continuations "
-      f"({a['ref_new']} tokens, no EOS stop) for the float32 weights and for the same weights passed through Q8_0 "
-      f"(what the GGUF stores); the two agree on all tokens for {ref['q8_0_identical_to_fp32']} of "
-      f"{ref['prompts']} prompts. Each entry records its smallest top-2 logit margin: near-ties are fragile.")
+    w(f"`reference.json` holds {ref['prompts']} held-out prompts with transformers' greedy continuations "
+      f"({a['ref_new']} tokens, no EOS stop, computed in float32) of the shipped bf16 weights and of the same "
+      f"weights passed through Q8_0 (what the GGUF stores); the two agree on every token for "
+      f"{ref['q8_0_identical_to_fp32']} of {ref['prompts']} prompts. Each entry records its smallest top-2 logit "
+      f"margin: near-ties are fragile.")
     w("")
     w("## Sample completions (held-out prompts, greedy)")
     w("")
@@ -154,7 +155,7 @@ def write(path, m):
     w("- `drafter/`: the DFlash drafter")
     w("- `metrics.json`: every number above; `reference.json`: greedy references; `heldout_prompts.json`: the "
       "acceptance prompts")
-    w("- the float32 Hugging Face folder (`hf/`) stays in the recipe's output folder: it is too large to commit")
+    w("- the Hugging Face folder (`hf/`, bf16) stays in the recipe's output folder: it is too large to commit")
     w("")
     with open(path, "w") as f:
         f.write("\n".join(L))

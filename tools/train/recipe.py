@@ -299,9 +299,9 @@ def main(argv=None):
                          completion_q8_0=tok.decode(gq8[0].tolist(), skip_special_tokens=False)))
     del q8
     with open(os.path.join(a.out, "reference.json"), "w") as f:
-        json.dump(dict(description="held-out prompts; greedy = transformers float32 greedy tokens (no EOS stop) of "
-                                   "the saved float32 weights; greedy_q8_0 = the same with every matrix passed "
-                                   "through Q8_0 as `saker convert --type q8_0` stores it",
+        json.dump(dict(description="held-out prompts; greedy = transformers' greedy tokens (no EOS stop) of the "
+                                   "saved bf16 weights, computed in float32; greedy_q8_0 = the same with every "
+                                   "matrix passed through Q8_0 as `saker convert --type q8_0` stores it",
                        new_tokens=a.ref_new, dtype="float32", prompts=refs), f, indent=1)
     times["target_eval_s"] = round(time.time() - t, 1)
     metrics["reference"] = dict(prompts=len(refs), q8_0_identical_to_fp32=sum(
@@ -389,5 +389,20 @@ def write_bundle(out, dest, part_bytes=15 * 1024 * 1024):
         f"(restore: cat {name}.tar.* | tar -x)")
 
 
+def run(argv=None):
+    a = parse_args(argv)
+    try:
+        main(argv)
+    except BaseException:
+        import traceback
+        log("FAILED:\n" + traceback.format_exc())
+        if a.bundle:  # what the run got to, for a transfer that returns only the bundle folder
+            import shutil
+            os.makedirs(a.bundle, exist_ok=True)
+            if os.path.exists(os.path.join(a.out, "log.txt")):
+                shutil.copy2(os.path.join(a.out, "log.txt"), os.path.join(a.bundle, "log.txt"))
+        raise
+
+
 if __name__ == "__main__":
-    main()
+    run()
