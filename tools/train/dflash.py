@@ -68,7 +68,8 @@ class DraftLayer(nn.Module):
         m.down_proj = nn.Linear(c["intermediate_size"], H, bias=False)
 
     def forward(self, h, ctx, pos_blk, pos_ctx, mask):
-        """h [S, Q, H] block rows; ctx [S, L, H] fused context features; mask [S, 1, Q, L + Q] (True = attend)."""
+        """h [S, Q, H] block rows; ctx [S, L, H] fused context features; mask [S, 1, Q, L + Q] (True = attend)
+        or None (every row sees everything)."""
         a = self.self_attn
         S, Q, _ = h.shape
         L = ctx.shape[1]
@@ -349,8 +350,8 @@ def spec_decode_greedy(target, drafter, prompt, n_new):
         blk = torch.full((1, B), drafter.mask_id, device=dev, dtype=torch.long)
         blk[0, 0] = pending
         pos = torch.arange(s, s + B, device=dev)[None]
-        mask = torch.ones(1, 1, B, s + B, dtype=torch.bool, device=dev)
-        logits = drafter_logits(drafter, target, blk, feats[None], pos, mask)[0]
+        # one block: it sees every committed position and all of itself, so no mask is needed
+        logits = drafter_logits(drafter, target, blk, feats[None], pos, None)[0]
         draft = logits[1:].argmax(-1)  # row i predicts the token at s + i
         cand = torch.cat([pending[None], draft])
         out = target.model(input_ids=torch.cat([seq, cand])[None], output_hidden_states=True)
