@@ -288,7 +288,7 @@ def train(drafter, target, data, *, prompt_len, batch, anchors, budget_s, peak_l
         tok = data[idx.to(dev)]
         anc = (torch.rand(batch, hi - lo + 1, generator=g).argsort(dim=1)[:, :A] + lo).sort(dim=1).values.to(dev)
         with torch.no_grad(), torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype != torch.float32):
-            hs = target.model(input_ids=tok, output_hidden_states=True).hidden_states
+            hs = target.model(input_ids=tok, output_hidden_states=True, use_cache=False).hidden_states
             taps = [hs[i + 1] for i in drafter.taps]
         blk, pos, lab, anc_rows = block_inputs(tok, anc, B, drafter.mask_id)
         mask = block_mask(anc_rows, L, B)
@@ -341,7 +341,7 @@ def spec_decode_greedy(target, drafter, prompt, n_new):
     dev = prompt.device
     B = drafter.block_size
     seq = prompt.clone()
-    out = target.model(input_ids=seq[None], output_hidden_states=True)
+    out = target.model(input_ids=seq[None], output_hidden_states=True, use_cache=False)
     feats = drafter.fuse(out.hidden_states)[0]  # [s, H] for committed positions
     pending = target.lm_head(out.last_hidden_state[0, -1]).argmax()
     generated, per_step = [], []
@@ -354,7 +354,8 @@ def spec_decode_greedy(target, drafter, prompt, n_new):
         logits = drafter_logits(drafter, target, blk, feats[None], pos, None)[0]
         draft = logits[1:].argmax(-1)  # row i predicts the token at s + i
         cand = torch.cat([pending[None], draft])
-        out = target.model(input_ids=torch.cat([seq, cand])[None], output_hidden_states=True)
+        out = target.model(input_ids=torch.cat([seq, cand])[None], output_hidden_states=True,
+                           use_cache=False)
         tgt = target.lm_head(out.last_hidden_state[0, s:]).argmax(-1)  # tgt[i]: the target's token at s + i + 1
         n_acc = 0
         while n_acc < B - 1 and draft[n_acc] == tgt[n_acc]:

@@ -82,7 +82,7 @@ def train(model, stream, *, batch, ctx, budget_s, peak_lr, weight_decay, warmup_
         xy = _batch(stream, batch, ctx, gen)
         x, y = xy[:, :-1], xy[:, 1:]
         with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype != torch.float32):
-            logits = model(input_ids=x).logits
+            logits = model(input_ids=x, use_cache=False).logits
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -134,7 +134,7 @@ def evaluate(model, stream, ctx, batch, max_tokens, device, amp_dtype, n_bytes=N
         idx = torch.arange(i, min(n_win, i + batch))[:, None] * ctx + torch.arange(ctx + 1)[None, :]
         xy = stream[idx.to(stream.device)].long()
         with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype != torch.float32):
-            logits = model(input_ids=xy[:, :-1]).logits
+            logits = model(input_ids=xy[:, :-1], use_cache=False).logits
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), xy[:, 1:].reshape(-1), reduction="sum")
         tot += loss.item()
         cnt += xy[:, 1:].numel()
