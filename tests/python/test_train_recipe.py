@@ -28,7 +28,10 @@ def test_default_taps_follow_the_dflash_rule():
     assert dflash.default_taps(36, 5) == [1, 9, 17, 25, 33]
     assert dflash.default_taps(8, 3) == [1, 3, 5]
     assert dflash.default_taps(8, 1) == [4]
-    assert max(dflash.default_taps(8, 3)) <= 8 - 2  # never the last layer (HF gives it after the final norm)
+    assert dflash.spread_taps(8, 3) == [1, 4, 6]
+    assert dflash.spread_taps(4, 2) == [1, 2]
+    # never the last layer (HF gives its hidden state after the final norm)
+    assert max(dflash.default_taps(8, 3)) <= 8 - 2 and max(dflash.spread_taps(8, 3)) <= 8 - 2
 
 
 def test_block_mask_sees_earlier_context_and_its_own_block_only():

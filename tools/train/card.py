@@ -30,6 +30,12 @@ def write(path, m):
     w("")
     w(f"    {m['command']}")
     w("")
+    if m.get("target_command"):
+        w("The tokenizer and the target come from an earlier run of the recipe (this run redid the evaluation and "
+          "the drafter):")
+        w("")
+        w(f"    {m['target_command']}")
+        w("")
     w(f"Seed {m['seed']}. Environment: Python {env['python']}, torch {env['torch']}, transformers "
       f"{env['transformers']}, tokenizers {env['tokenizers']}, on {env['device_name']}. Wall clock "
       f"{times['total_s']:.0f} s in all (corpus {times['corpus_s']} s, tokenizer {times['tokenizer_train_s']} s, "

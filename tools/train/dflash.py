@@ -181,6 +181,15 @@ def default_taps(n_target_layers, n_taps):
     return taps
 
 
+def spread_taps(n_target_layers, n_taps):
+    """Evenly from layer 1 to layer N-2 (the deepest raw layer output HF exposes; see default_taps): deeper
+    than the default rule, which helps a drafter of a shallow target. The recipe writes the ids into
+    config.json, so readers need no rule."""
+    if n_taps == 1:
+        return [n_target_layers // 2]
+    return sorted({int(math.floor(1 + i * (n_target_layers - 3) / (n_taps - 1) + 0.5)) for i in range(n_taps)})
+
+
 def save(drafter, folder):
     from safetensors.torch import save_file
     os.makedirs(folder, exist_ok=True)

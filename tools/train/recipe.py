@@ -57,8 +57,8 @@ def parse_args(argv=None):
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     ap.add_argument("--minutes-total", type=float, default=8.25,
                     help="wall-clock cap for the whole run; the training budgets shrink to respect it")
-    ap.add_argument("--minutes-target", type=float, default=4.0, help="target training budget")
-    ap.add_argument("--minutes-drafter", type=float, default=2.5,
+    ap.add_argument("--minutes-target", type=float, default=3.75, help="target training budget")
+    ap.add_argument("--minutes-drafter", type=float, default=2.75,
                     help="drafter budget: generating its data plus training it")
     # corpus and tokenizer
     ap.add_argument("--corpus-mb", type=float, default=128, help="cap on training-split source text (MB)")
@@ -86,6 +86,8 @@ def parse_args(argv=None):
     # drafter
     ap.add_argument("--draft-layers", type=int, default=2)
     ap.add_argument("--draft-taps", type=int, default=3, help="number of tapped target layers")
+    ap.add_argument("--draft-tap-ids", default=None, help="tapped target layers, e.g. 1,4,6 (default: spread "
+                                                          "from layer 1 to layer N-2)")
     ap.add_argument("--block", type=int, default=16)
     ap.add_argument("--gen-prompt", type=int, default=64, help="prompt tokens of each drafter-data sequence")
     ap.add_argument("--gen-new", type=int, default=448, help="generated tokens of each drafter-data sequence")
@@ -101,6 +103,10 @@ def parse_args(argv=None):
     ap.add_argument("--accept-new", type=int, default=128, help="tokens generated per acceptance prompt")
     ap.add_argument("--ref-prompts", type=int, default=16, help="held-out prompts with reference greedy tokens")
     ap.add_argument("--ref-new", type=int, default=64)
+    ap.add_argument("--reuse-target", default=None, metavar="RUN",
+                    help="take tokenizer and target from an earlier run's output folder (same --seed and corpus "
+                         "options) and redo only the evaluation and the drafter, e.g. with a larger "
+                         "--minutes-drafter")
     ap.add_argument("--bundle", default=None,
                     help="also write the outputs as OUT-name.tar.NN parts of at most 15 MiB (plus metrics.json, "
                          "README.md, log.txt) into this folder, for transfers that cap the size of a file")
@@ -193,10 +199,26 @@ def main(argv=None):
 
     # 2. tokenizer
     t = time.time()
-    tok = bpe.train_tokenizer(data["train"], a.vocab, int(a.tok_sample_mb * 1e6), log=log)
     hf_dir = os.path.join(a.out, "hf")
-    bpe.save_tokenizer(tok, hf_dir, a.ctx)
-    times["tokenizer_train_s"] = round(time.time() - t, 1)
+    prev = None
+    if a.reuse_target:
+        import shutil
+        from tokenizers import Tokenizer
+        with open(os.path.join(a.reuse_target, "metrics.json")) as f:
+            prev = json.load(f)
+        for k in ("seed", "corpus_mb", "heldout_mb", "heldout_permille", "vocab", "ctx"):
+            if prev["args"][k] != getattr(a, k):
+                raise SystemExit(f"--reuse-target: {k} was {prev['args'][k]} in that run, {getattr(a, k)} now")
+        src = os.path.join(a.reuse_target, "hf")
+        if os.path.realpath(src) != os.path.realpath(hf_dir):
+            shutil.copytree(src, hf_dir, dirs_exist_ok=True)
+        tok = Tokenizer.from_file(os.path.join(hf_dir, "tokenizer.json"))
+        metrics["target_command"] = prev["command"]
+        log(f"reusing tokenizer and target of {a.reuse_target} ({prev['command']})")
+    else:
+        tok = bpe.train_tokenizer(data["train"], a.vocab, int(a.tok_sample_mb * 1e6), log=log)
+        bpe.save_tokenizer(tok, hf_dir, a.ctx)
+    times["tokenizer_train_s"] = round(time.time() - t, 1) if not prev else prev["times"]["tokenizer_train_s"]
     t = time.time()
     train_docs = bpe.encode_documents(tok, data["train"])
     held_docs = bpe.encode_documents(tok, data["heldout"])
@@ -233,9 +255,17 @@ def main(argv=None):
     # 3. target
     vocab = tok.get_vocab_size()
     bpe_eos = tok.token_to_id(bpe.EOS)
-    cfg = lm.make_config(vocab, a.hidden, a.layers, a.heads, a.kv_heads, a.head_dim, a.ffn, a.ctx, a.rope_theta,
-                         bpe_eos)
-    model = lm.build_model(cfg, device)
+    if prev:
+        from transformers import Qwen3ForCausalLM
+        model = Qwen3ForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).to(device)
+        model.config._attn_implementation = "sdpa"
+        cfg = model.config
+        a.rope_theta = prev["target_config"]["rope_theta"]
+        a.layers = cfg.num_hidden_layers
+    else:
+        cfg = lm.make_config(vocab, a.hidden, a.layers, a.heads, a.kv_heads, a.head_dim, a.ffn, a.ctx,
+                             a.rope_theta, bpe_eos)
+        model = lm.build_model(cfg, device)
     n_params = lm.count_params(model)
     metrics["target_config"] = {k: getattr(cfg, k) for k in (
         "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -244,18 +274,22 @@ def main(argv=None):
     metrics["target_params"] = n_params
     log(f"target: Qwen3ForCausalLM {n_params / 1e6:.2f}M parameters (tied embeddings {vocab}x{a.hidden} = "
         f"{vocab * a.hidden / 1e6:.2f}M)")
-    reserve_after = a.minutes_drafter * 60 + (60 if not a.smoke else 30)
-    budget = min(a.minutes_target * 60, deadline - time.time() - reserve_after)
-    if budget < a.minutes_target * 60:
-        log(f"target: budget cut to {budget:.0f}s to keep the whole run within {a.minutes_total} min")
-    budget = max(budget, 10.0)
-    train_model = torch.compile(model) if a.compile else model
-    t = time.time()
-    tstats = lm.train(train_model, train_stream, batch=a.batch, ctx=a.ctx, budget_s=budget, peak_lr=a.lr,
-                      weight_decay=a.weight_decay, warmup_steps=a.warmup, seed=a.seed, device=device, amp_dtype=amp,
-                      max_steps=a.target_steps, log_every=10 if a.smoke else 100, log=log)
-    times["target_train_s"] = round(time.time() - t, 1)
-    tstats["epochs"] = round(tstats["tokens"] / train_stream.numel(), 2)
+    if prev:
+        tstats = prev["target_train"]
+        times["target_train_s"] = prev["times"]["target_train_s"]
+    else:
+        reserve_after = a.minutes_drafter * 60 + (60 if not a.smoke else 30)
+        budget = min(a.minutes_target * 60, deadline - time.time() - reserve_after)
+        if budget < a.minutes_target * 60:
+            log(f"target: budget cut to {budget:.0f}s to keep the whole run within {a.minutes_total} min")
+        budget = max(budget, 10.0)
+        train_model = torch.compile(model) if a.compile else model
+        t = time.time()
+        tstats = lm.train(train_model, train_stream, batch=a.batch, ctx=a.ctx, budget_s=budget, peak_lr=a.lr,
+                          weight_decay=a.weight_decay, warmup_steps=a.warmup, seed=a.seed, device=device,
+                          amp_dtype=amp, max_steps=a.target_steps, log_every=10 if a.smoke else 100, log=log)
+        times["target_train_s"] = round(time.time() - t, 1)
+        tstats["epochs"] = round(tstats["tokens"] / train_stream.numel(), 2)
     metrics["target_train"] = tstats
     model.eval()
     # The shipped weights are bf16 (the run's outputs must travel in small files): round now, so that every
@@ -275,8 +309,9 @@ def main(argv=None):
     metrics["target_eval"] = ev
     log(f"target: held-out loss {ev['heldout_loss']} perplexity {ev['heldout_ppl']} "
         f"({ev['heldout_tokens']} tokens; fp32 on {ev_fp32['heldout_tokens']}: {ev_fp32['heldout_loss']})")
-    model.to(torch.bfloat16).save_pretrained(hf_dir, safe_serialization=True)  # lossless: already bf16 values
-    model.float()
+    if not prev:
+        model.to(torch.bfloat16).save_pretrained(hf_dir, safe_serialization=True)  # lossless: bf16 values already
+        model.float()
     gen_cfg = {"bos_token_id": bpe_eos, "eos_token_id": bpe_eos, "pad_token_id": bpe_eos, "do_sample": False,
                "max_new_tokens": 256}
     with open(os.path.join(hf_dir, "generation_config.json"), "w") as f:
@@ -316,7 +351,11 @@ def main(argv=None):
                                  batch=a.gen_batch, temperatures=temps, budget_s=a.gen_share * dbudget,
                                  seed=a.seed + 11, amp_dtype=amp, log=log)
     times["drafter_data_s"] = round(time.time() - t, 1)
-    taps = dflash.default_taps(a.layers, a.draft_taps)
+    taps = ([int(x) for x in a.draft_tap_ids.split(",")] if a.draft_tap_ids
+            else dflash.spread_taps(a.layers, a.draft_taps))
+    if max(taps) > a.layers - 2 or min(taps) < 0:
+        raise SystemExit(f"tapped layers {taps}: must lie in 0..{a.layers - 2} (the last layer's HF hidden state "
+                         "is taken after the final norm)")
     dcfg = dflash.make_config(cfg, a.draft_layers, a.block, tok.token_to_id(bpe.MASK), taps)
     torch.manual_seed(a.seed + 23)
     drafter = dflash.DFlashDrafter(dcfg).to(device)
