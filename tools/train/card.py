@@ -94,7 +94,7 @@ def write(path, m):
     w(f"`reference.json` holds {ref['prompts']} held-out prompts with transformers' greedy continuations "
       f"({a['ref_new']} tokens, no EOS stop, computed in float32) of the shipped bf16 weights and of the same "
       f"weights passed through Q8_0 (what the GGUF stores); the two agree on every token for "
-      f"{ref['q8_0_identical_to_fp32']} of {ref['prompts']} prompts. Each entry records its smallest top-2 logit "
+      f"{ref['q8_0_identical_to_unquantized']} of {ref['prompts']} prompts. Each entry records its smallest top-2 logit "
       f"margin: near-ties are fragile.")
     w("")
     w("## Sample completions (held-out prompts, greedy)")
@@ -147,8 +147,8 @@ def write(path, m):
         w("")
         w(f"saker's CPU backend on the Q8_0 GGUF, greedy, first {chk['tokens']} tokens of each reference prompt: "
           f"**{chk['identical_to_q8_0_reference']} of {chk['prompts']} identical** to transformers' continuation of "
-          f"the Q8_0 weights ({chk['identical_to_fp32_reference']} of {chk['prompts']} identical to that of the "
-          f"float32 weights). Command: `{chk['command']}`.")
+          f"the Q8_0 weights ({chk['identical_to_unquantized_reference']} of {chk['prompts']} identical to that of "
+          f"the unquantized bf16 weights). Command: `{chk['command']}`.")
         w("")
     w("## Files")
     w("")

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GGUF = "saker-mini-q8_0.gguf"
@@ -47,8 +48,13 @@ def main():
         raise SystemExit("refusing to package a --smoke run (pass --allow-smoke to test packaging)")
     os.makedirs(a.dest, exist_ok=True)
     gguf = os.path.join(a.dest, GGUF)
-    r = subprocess.run([a.saker, "convert", os.path.join(a.run, "hf"), "-o", gguf, "--type", "q8_0"],
-                       capture_output=True, text=True)
+    # saker names the model after its folder: convert through a folder called saker-mini
+    with tempfile.TemporaryDirectory() as tmp:
+        named = os.path.join(tmp, "saker-mini")
+        os.mkdir(named)
+        for f in os.listdir(os.path.join(a.run, "hf")):
+            os.symlink(os.path.abspath(os.path.join(a.run, "hf", f)), os.path.join(named, f))
+        r = subprocess.run([a.saker, "convert", named, "-o", gguf, "--type", "q8_0"], capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"saker convert failed: {r.stderr.strip()[-2000:]}")
     version = subprocess.run([a.saker, "--version"], capture_output=True, text=True).stdout.strip()
@@ -63,14 +69,15 @@ def main():
     for p in ref["prompts"]:
         got = saker_greedy(a.saker, gguf, p["prompt_ids"], n)
         first_diff = next((i for i, (x, y) in enumerate(zip(got, p["greedy_q8_0"][:n])) if x != y), None)
-        rows.append(dict(match_q8_0=got == p["greedy_q8_0"][:n], match_fp32=got == p["greedy"][:n],
+        rows.append(dict(match_q8_0=got == p["greedy_q8_0"][:n], match_unquantized=got == p["greedy"][:n],
                          first_divergence_q8_0=first_diff, min_margin_q8_0=p["greedy_q8_0_min_margin"]))
     check = dict(tokens=n, prompts=len(rows), identical_to_q8_0_reference=sum(r["match_q8_0"] for r in rows),
-                 identical_to_fp32_reference=sum(r["match_fp32"] for r in rows), rows=rows,
+                 identical_to_unquantized_reference=sum(r["match_unquantized"] for r in rows), rows=rows,
                  command=f"python3 tools/train/package.py --run OUT --dest {a.dest}")
     metrics["saker_check"] = check
     print(f"saker greedy vs transformers (first {n} tokens): {check['identical_to_q8_0_reference']}/{len(rows)} "
-          f"identical to the Q8_0 reference, {check['identical_to_fp32_reference']}/{len(rows)} to the float32 one")
+          f"identical to the Q8_0 reference, {check['identical_to_unquantized_reference']}/{len(rows)} to the "
+          f"unquantized (bf16) one")
 
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy2(os.path.join(a.run, "hf", name), os.path.join(a.dest, name))

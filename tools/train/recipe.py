@@ -339,7 +339,7 @@ def main(argv=None):
                                    "matrix passed through Q8_0 as `saker convert --type q8_0` stores it",
                        new_tokens=a.ref_new, dtype="float32", prompts=refs), f, indent=1)
     times["target_eval_s"] = round(time.time() - t, 1)
-    metrics["reference"] = dict(prompts=len(refs), q8_0_identical_to_fp32=sum(
+    metrics["reference"] = dict(prompts=len(refs), q8_0_identical_to_unquantized=sum(
         r["q8_0_first_divergence"] is None for r in refs))
 
     # 4. drafter
