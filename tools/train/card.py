@@ -94,8 +94,8 @@ def write(path, m):
     w(f"`reference.json` holds {ref['prompts']} held-out prompts with transformers' greedy continuations "
       f"({a['ref_new']} tokens, no EOS stop, computed in float32) of the shipped bf16 weights and of the same "
       f"weights passed through Q8_0 (what the GGUF stores); the two agree on every token for "
-      f"{ref['q8_0_identical_to_unquantized']} of {ref['prompts']} prompts. Each entry records its smallest top-2 logit "
-      f"margin: near-ties are fragile.")
+      f"{ref['q8_0_identical_to_unquantized']} of {ref['prompts']} prompts. Each entry records its smallest "
+      f"top-2 logit margin: near-ties are fragile.")
     w("")
     w("## Sample completions (held-out prompts, greedy)")
     w("")

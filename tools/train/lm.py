@@ -111,7 +111,7 @@ def train(model, stream, *, batch, ctx, budget_s, peak_lr, weight_decay, warmup_
             curve.append(dict(step=step, seconds=round(now - t0, 1), loss=round(l, 4), lr=lr))
             log(f"target: step {step}/{total} loss {l:.4f} lr {lr:.2e} {tps / 1e3:.0f}K tok/s "
                 f"{now - t0:.0f}s")
-            # a slower-than-measured machine must not overrun the session: stop at 110% of the budget
+            # a slower-than-measured machine must not overrun its time: stop at 110% of the budget
             if max_steps is None and now - t0 > 1.1 * budget_s:
                 log("target: time budget exceeded, stopping early")
                 break
