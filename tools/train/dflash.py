@@ -84,6 +84,7 @@ class DraftLayer(nn.Module):
         if rep > 1:
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
+        q, k = q.to(v.dtype), k.to(v.dtype)  # the norms' float32 weights promote q and k under autocast
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / math.sqrt(self.hd))
         h = h + a.o_proj(o.transpose(1, 2).reshape(S, Q, self.nq * self.hd))
         m = self.mlp
