@@ -10,6 +10,8 @@ const DebugEnv& debug_env() {
     e.log_level = std::getenv("SAKER_LOG_LEVEL");
     e.trace = std::getenv("SAKER_TRACE");
     e.trace_dir = std::getenv("SAKER_TRACE_DIR");
+    e.cache_dir = std::getenv("SAKER_CACHE_DIR");
+    e.python = std::getenv("SAKER_PYTHON");
     if (const char* n = std::getenv("SAKER_NUM_THREADS")) e.num_threads = std::atoi(n);
     return e;
   }();
