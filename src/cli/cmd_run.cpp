@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -31,6 +32,7 @@ struct RunArgs {
   bool ignore_eos = false;
   bool no_special = false;
   bool ref_ops = false;
+  std::string logits_out;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& s) {
@@ -72,6 +74,18 @@ int run(const RunArgs& a) {
   const int64_t n_ctx = a.n_ctx > 0 ? a.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
   auto gen = Generator::create(*lm.model, lm.tokenizer.get(), n_ctx);
   if (!gen.ok()) return fail(gen.status().to_string());
+
+  if (!a.logits_out.empty()) {
+    // Teacher-forced logits of every prompt position, raw f32 [n_tokens, n_vocab], for comparison tools.
+    std::ofstream out(a.logits_out, std::ios::binary);
+    const Status st = (*gen)->prompt_logits(prompt, 256, [&](int64_t, std::span<const float> rows) {
+      out.write(reinterpret_cast<const char*>(rows.data()), static_cast<std::streamsize>(rows.size_bytes()));
+    });
+    if (!st.ok()) return fail(st.to_string());
+    if (!out.flush()) return fail(fmt::format("{}: write error", a.logits_out));
+    fmt::print(stderr, "wrote {} x {} logits to {}\n", prompt.size(), h.n_vocab, a.logits_out);
+    return 0;
+  }
 
   GenerateOptions opt;
   opt.max_tokens = a.n_predict;
@@ -142,6 +156,8 @@ Command make_run_command() {
         s->add_flag("--print-ids", a->print_ids, "End with a line 'ids: ...' of the generated token ids");
         s->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-generation tokens");
         s->add_flag("--no-special", a->no_special, "Do not add BOS/EOS to the prompt");
+        s->add_option("--logits-out", a->logits_out,
+                      "Write the prompt's teacher-forced logits (raw f32 [n_tokens, n_vocab]) to this file and exit");
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
       },
       [sub] { return *sub && (*sub)->parsed(); },
