@@ -33,6 +33,7 @@ struct RunArgs {
   bool no_special = false;
   bool ref_ops = false;
   std::string logits_out;
+  bool no_blas = false;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& s) {
@@ -57,6 +58,7 @@ int run(const RunArgs& a) {
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.fast_attention = !a.ref_ops;
+  ops.matmul.blas = !a.no_blas;
   auto loaded = load_model(a.model, ops);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;
@@ -158,6 +160,8 @@ Command make_run_command() {
         s->add_flag("--no-special", a->no_special, "Do not add BOS/EOS to the prompt");
         s->add_option("--logits-out", a->logits_out,
                       "Write the prompt's teacher-forced logits (raw f32 [n_tokens, n_vocab]) to this file and exit");
+        s->add_flag("--no-blas", a->no_blas,
+                    "Prefill batches take the quantized-activation integer path too (as llama.cpp's CPU backend does)");
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
       },
       [sub] { return *sub && (*sub)->parsed(); },
