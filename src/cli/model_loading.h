@@ -16,7 +16,7 @@ struct LoadedModel {
 };
 
 // The model's chat template: GGUF tokenizer.chat_template, or an HF folder's chat_template.jinja /
-// tokenizer_config.json chat_template; "" when there is none.
+// tokenizer_config.json chat_template; Gemma's turn format for a gemma3 GGUF without one; "" otherwise.
 std::string read_chat_template(const ModelWeights& weights);
 
 Result<LoadedModel> load_model(const std::string& path, const OpsOptions& ops);

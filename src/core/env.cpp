@@ -11,6 +11,8 @@ const DebugEnv& debug_env() {
     e.trace = std::getenv("SAKER_TRACE");
     e.trace_dir = std::getenv("SAKER_TRACE_DIR");
     e.cuda_matmul = std::getenv("SAKER_CUDA_MATMUL");
+    e.cache_dir = std::getenv("SAKER_CACHE_DIR");
+    e.python = std::getenv("SAKER_PYTHON");
     if (const char* n = std::getenv("SAKER_NUM_THREADS")) e.num_threads = std::atoi(n);
     return e;
   }();

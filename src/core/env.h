@@ -1,11 +1,13 @@
 #pragma once
-// Every environment variable saker reads, in one place. They are debug switches only; the interface
-// is command-line flags.
+// Every environment variable saker reads, in one place. Most are debug switches; the interface is
+// command-line flags (the two `saker pull` settings also have flags).
 //   SAKER_LOG_LEVEL   trace|debug|info|warn|error|off: overrides the log level
 //   SAKER_TRACE       comma-separated tensor names (or "all") for the trace hook to dump
 //   SAKER_TRACE_DIR   folder the trace hook writes tensors to (default: print summaries to stderr)
 //   SAKER_NUM_THREADS default size of the global thread pool
 //   SAKER_CUDA_MATMUL "simple": every CUDA matmul runs the simple reference kernel (to bisect kernel bugs)
+//   SAKER_CACHE_DIR   folder `saker pull` keeps models in (default $XDG_CACHE_HOME/saker or ~/.cache/saker)
+//   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)
 
 namespace saker {
 
@@ -15,6 +17,8 @@ struct DebugEnv {
   const char* trace_dir = nullptr;
   int num_threads = 0;  // 0: hardware concurrency
   const char* cuda_matmul = nullptr;
+  const char* cache_dir = nullptr;
+  const char* python = nullptr;
 };
 
 const DebugEnv& debug_env();

@@ -108,6 +108,25 @@ Result<std::vector<float>> Generator::prompt_logits(std::span<const int32_t> tok
   return logits;
 }
 
+Status Generator::prompt_logits(std::span<const int32_t> tokens, int64_t chunk,
+                                const std::function<void(int64_t first, std::span<const float> logits)>& on_rows) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n > n_ctx_) return make_error(StatusCode::kOutOfRange, "{} tokens exceed the context size {}", n, n_ctx_);
+  if (chunk <= 0) return make_error(StatusCode::kInvalidArgument, "chunk size must be positive");
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  std::vector<float> logits;
+  std::vector<int32_t> outputs;
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t end = std::min(n, begin + chunk);
+    outputs.resize(end - begin);
+    for (int64_t i = 0; i < end - begin; ++i) outputs[i] = static_cast<int32_t>(i);
+    logits.resize((end - begin) * n_vocab);
+    SAKER_RETURN_IF_ERROR(step(tokens, begin, end, outputs, logits.data()));
+    on_rows(begin, logits);
+  }
+  return {};
+}
+
 Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& opt,
                                            const std::function<bool(std::string_view)>& on_text) {
   const ModelHParams& h = model_.hparams();

@@ -69,6 +69,10 @@ class Generator {
 
   // Logits of every prompt position (teacher forcing), [n_tokens, n_vocab]: for golden tests and perplexity.
   Result<std::vector<float>> prompt_logits(std::span<const int32_t> tokens);
+  // The same, streamed: the prompt runs in chunks of `chunk` tokens and on_rows(first, logits) receives the
+  // [rows, n_vocab] logits of positions first.. as each chunk finishes (long texts, large vocabularies).
+  Status prompt_logits(std::span<const int32_t> tokens, int64_t chunk,
+                       const std::function<void(int64_t first, std::span<const float> logits)>& on_rows);
 
   int64_t n_ctx() const { return n_ctx_; }
 

@@ -68,13 +68,23 @@ Status convert_to_gguf(const ModelWeights& weights, const ConvertOptions& o, con
     SAKER_ASSIGN_OR_RETURN(DType dst_type, convert_tensor_type(o.type, name, n_cols, h.n_layer));
     if (src.n_dims == 1) dst_type = DType::kF32;  // norms and other vectors stay F32, as llama.cpp keeps them
     std::vector<int64_t> shape(src.shape.begin(), src.shape.begin() + src.n_dims);
+    // GGUF llama keeps Q/K rows in the interleaved RoPE order (llama.cpp permutes them when converting): within
+    // each head, output row 2i + j comes from HF row j * head_dim / 2 + i.
+    const bool permute = !weights.is_gguf() && h.arch == "llama" && src.n_dims == 2 &&
+                         (name.ends_with("attn_q.weight") || name.ends_with("attn_k.weight"));
+    const int64_t hd = h.head_dim;
+    auto src_row = [=](int64_t r) {
+      if (!permute) return r;
+      const int64_t rem = r % hd;
+      return r - rem + (rem % 2) * (hd / 2) + rem / 2;
+    };
     SAKER_RETURN_IF_ERROR(w.add_tensor_generated(name, dst_type, shape, [=](uint8_t* dst) {
       const uint64_t dst_rb = row_bytes(dst_type, n_cols).value_or(0);
       ThreadPool::global().parallel_for(n_rows, [&](int64_t r0, int64_t r1) {
         std::vector<float> row(n_cols);
         for (int64_t r = r0; r < r1; ++r) {
           // Both calls validated above: the types have codecs and n_cols fits their blocks.
-          (void)dequantize_row(src.dtype, src.row(r), row.data(), n_cols);
+          (void)dequantize_row(src.dtype, src.row(src_row(r)), row.data(), n_cols);
           (void)quantize_row(dst_type, row.data(), dst + r * dst_rb, n_cols);
         }
       }, 4);

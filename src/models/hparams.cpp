@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace saker {
 
 namespace {
@@ -15,6 +17,8 @@ struct ArchInfo {
 // the interleaved rotation applies; HF folders always use rotate-half (NeoX) on unpermuted weights.
 constexpr ArchInfo kArchs[] = {
     {"qwen3", "Qwen3ForCausalLM", ref::RopeStyle::kNeox},
+    {"llama", "LlamaForCausalLM", ref::RopeStyle::kInterleaved},
+    {"gemma3", "Gemma3ForCausalLM", ref::RopeStyle::kNeox},
 };
 
 const ArchInfo* find_gguf(const std::string& a) {
@@ -53,13 +57,24 @@ Status ModelHParams::validate() const {
   if (head_dim % 2 != 0) return make_error(StatusCode::kCorruptFile, "head_dim {} must be even for RoPE", head_dim);
   if (!(rms_eps > 0)) return make_error(StatusCode::kCorruptFile, "RMSNorm epsilon must be positive");
   if (!(rope_theta > 0)) return make_error(StatusCode::kCorruptFile, "rope theta must be positive");
+  if (n_rot < 0 || n_rot > head_dim || n_rot % 2 != 0) {
+    return make_error(StatusCode::kCorruptFile, "rope.dimension_count {} must be even and at most head_dim {}", n_rot,
+                      head_dim);
+  }
   return {};
 }
 
 std::string ModelHParams::summary() const {
-  return fmt::format("{}: {} layers, hidden {}, heads {}/{} x {}, ffn {}, vocab {}, rope theta {:g}{}", arch, n_layer,
-                     n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab, rope_theta,
-                     tied_embeddings ? ", tied embeddings" : "");
+  std::string s = fmt::format("{}: {} layers, hidden {}, heads {}/{} x {}, ffn {}, vocab {}, rope theta {:g}{}", arch,
+                              n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab, rope_theta,
+                              tied_embeddings ? ", tied embeddings" : "");
+  if (sliding_window > 0) {
+    s += fmt::format(", sliding window {} (every {}th layer global; local rope theta {:g})", sliding_window,
+                     swa_period, rope_theta_swa);
+  }
+  if (attn_soft_cap > 0) s += fmt::format(", attention soft-cap {:g}", attn_soft_cap);
+  if (final_soft_cap > 0) s += fmt::format(", final soft-cap {:g}", final_soft_cap);
+  return s;
 }
 
 int32_t llama_file_type(const std::string& scheme) {
@@ -123,6 +138,20 @@ Result<ModelHParams> hparams_from_gguf(const GgufFile& f) {
     if (factor > 0) h.rope_freq_scale = 1.0 / factor;
   }
   h.rope_style = info->gguf_rope;
+  h.n_rot = f.get_int(p + "rope.dimension_count").value_or(h.head_dim);
+  h.qk_norm = h.arch == "qwen3" || h.arch == "gemma3";
+  h.attn_soft_cap = static_cast<float>(f.get_float(p + "attn_logit_softcapping").value_or(0.0));
+  h.final_soft_cap = static_cast<float>(f.get_float(p + "final_logit_softcapping").value_or(0.0));
+  if (h.arch == "gemma3") {
+    // Gemma 3's fixed choices, as its reference implementation makes them: five local layers per global
+    // one, local RoPE base 10000, embeddings scaled by sqrt(hidden), attention scale 1/sqrt(head_dim).
+    h.sliding_window = f.get_int(p + "attention.sliding_window").value_or(0);
+    h.swa_period = f.get_int(p + "attention.sliding_window_pattern").value_or(6);
+    h.rope_theta_swa = f.get_float(p + "rope.freq_base_swa").value_or(10000.0);
+    h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+    // query_pre_attn_scalar: head_dim, except in the 27B model (62 layers), where it is hidden / heads.
+    if (h.n_layer == 62) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
+  }
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd) return make_error(StatusCode::kCorruptFile, "missing tensor 'token_embd.weight'");
   h.n_vocab = embd->shape()[0];
@@ -158,6 +187,11 @@ Result<ModelHParams> hparams_from_hf(const HfConfig& c) {
   }
   SAKER_ASSIGN_OR_RETURN(h.tied_embeddings, c.get_bool("tie_word_embeddings", false));
   h.rope_style = ref::RopeStyle::kNeox;
+  h.n_rot = h.head_dim;
+  h.qk_norm = h.arch == "qwen3";
+  if (h.arch == "gemma3") {
+    return make_error(StatusCode::kUnsupported, "{}: gemma3 runs from GGUF files only for now", c.origin());
+  }
   SAKER_RETURN_IF_ERROR(h.validate());
   return h;
 }

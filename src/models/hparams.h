@@ -25,6 +25,22 @@ struct ModelHParams {
   double rope_theta = 10000.0;
   double rope_freq_scale = 1.0;
   bool tied_embeddings = false;  // no separate output head: logits use token_embd
+  int64_t n_rot = 0;             // rotated dimensions per head (rope.dimension_count); 0: head_dim
+  bool qk_norm = false;          // per-head RMSNorm on q and k before RoPE (qwen3, gemma3)
+
+  // Gemma 3 (GGUF keys attention.sliding_window, attention.sliding_window_pattern, rope.freq_base_swa).
+  // Layer l is global (full attention, rope_theta, rope scaling) when sliding_window == 0 or
+  // (l + 1) % swa_period == 0; otherwise local: keys within sliding_window positions, rope_theta_swa, no
+  // rope scaling. Norm weights in GGUF already include Gemma's +1 (llama.cpp adds it when converting).
+  int64_t sliding_window = 0;    // attention.sliding_window; 0: every layer global
+  int64_t swa_period = 0;        // every swa_period-th layer is global (6 in Gemma 3)
+  double rope_theta_swa = 0.0;   // RoPE base of local layers (10000 in Gemma 3)
+  float embed_scale = 1.0f;      // token embeddings are multiplied by this (sqrt(n_embd) in Gemma)
+  float attn_scale = 0.0f;       // attention logit scale; 0: 1 / sqrt(head_dim)
+  float attn_soft_cap = 0.0f;    // > 0: attention logits capped (attn_logit_softcapping)
+  float final_soft_cap = 0.0f;   // > 0: output logits capped (final_logit_softcapping)
+
+  bool layer_is_local(int64_t l) const { return sliding_window > 0 && swa_period > 0 && (l + 1) % swa_period != 0; }
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }

@@ -1,6 +1,6 @@
 #include "models/model.h"
 
-#include "models/qwen3.h"
+#include "models/dense_decoder.h"
 #include "ops/device_info.h"
 #if SAKER_HAS_CUDA
 #include "models/cuda/cuda_decoder.h"
@@ -33,7 +33,7 @@ Result<std::unique_ptr<Model>> create_model(std::shared_ptr<const ModelWeights> 
     return make_error(StatusCode::kUnsupported, "this saker was built without the CUDA backend");
 #endif
   }
-  if (arch == "qwen3") return Qwen3Model::create(std::move(weights), options);
+  if (arch == "qwen3" || arch == "llama" || arch == "gemma3") return DenseDecoderModel::create(std::move(weights), options);
   return make_error(StatusCode::kUnsupported, "no forward pass for architecture '{}'", arch);
 }
 

@@ -165,6 +165,21 @@ Result<Vocab> Vocab::from_gguf(const GgufFile& file) {
   SAKER_ASSIGN_OR_RETURN(spec.unk_id, read_id(file, "tokenizer.ggml.unknown_token_id", spm ? 0 : kNoToken));
   SAKER_ASSIGN_OR_RETURN(spec.pad_id, read_id(file, "tokenizer.ggml.padding_token_id", kNoToken));
   SAKER_ASSIGN_OR_RETURN(spec.eot_id, read_id(file, "tokenizer.ggml.eot_token_id", kNoToken));
+  if (spec.eot_id == kNoToken) {
+    // Files often leave the end-of-turn id out (Gemma's <end_of_turn>): find it by its text, as llama.cpp
+    // does, among control tokens that are not already EOS.
+    static const char* kEndOfTurn[] = {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>"};
+    for (const char* text : kEndOfTurn) {
+      for (size_t i = 0; i < spec.tokens.size() && spec.eot_id == kNoToken; ++i) {
+        const bool control = spec.types.empty() || spec.types[i] == TokenType::kControl ||
+                             spec.types[i] == TokenType::kUserDefined;
+        if (control && spec.tokens[i] == text && static_cast<int32_t>(i) != spec.eos_id) {
+          spec.eot_id = static_cast<int32_t>(i);
+        }
+      }
+      if (spec.eot_id != kNoToken) break;
+    }
+  }
   SAKER_ASSIGN_OR_RETURN(spec.add_bos, read_flag(file, "tokenizer.ggml.add_bos_token", spm));
   SAKER_ASSIGN_OR_RETURN(spec.add_eos, read_flag(file, "tokenizer.ggml.add_eos_token", false));
   SAKER_ASSIGN_OR_RETURN(spec.add_space_prefix, read_flag(file, "tokenizer.ggml.add_space_prefix", spm));

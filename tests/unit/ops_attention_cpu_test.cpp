@@ -85,7 +85,7 @@ TEST_P(CpuAttention, MatchesRefOnAMixedBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GqaHeadDimCache, CpuAttention,
-                         ::testing::Combine(::testing::Values(1, 2, 4, 8), ::testing::Values(64, 128),
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 8), ::testing::Values(64, 128),
                                             ::testing::Values(DType::kF32, DType::kF16, DType::kBF16)),
                          [](const auto& info) {
                            return "gqa" + std::to_string(std::get<0>(info.param)) + "_d" +

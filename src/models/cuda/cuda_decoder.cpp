@@ -10,7 +10,9 @@
 #include "formats/quant/codec.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/gather_rows.h"
+#include "ops/cuda/add.h"
 #include "ops/cuda/norm_rope.h"
+#include "ops/cuda/soft_cap.h"
 
 namespace saker {
 namespace {
@@ -56,7 +58,7 @@ Status CudaDecoder::init(std::shared_ptr<const ModelWeights> weights, const OpsO
   weights_ = std::move(weights);
   options_ = options;
   hp_ = weights_->hparams();
-  if (hp_.arch != "qwen3" && hp_.arch != "llama") {
+  if (hp_.arch != "qwen3" && hp_.arch != "llama" && hp_.arch != "gemma3") {
     return make_error(StatusCode::kUnsupported, "the CUDA backend has no forward pass for architecture '{}' yet",
                       hp_.arch);
   }
@@ -145,6 +147,11 @@ Status CudaDecoder::upload_weights() {
     output_tied_ = true;
   }
 
+  const int64_t n_rot = h.n_rot > 0 ? h.n_rot : h.head_dim;
+  if (w.find("rope_freqs.weight")) {  // llama 3: per-pair frequency divisors
+    SAKER_ASSIGN_OR_RETURN(TensorView rf, w.require("rope_freqs.weight", {n_rot / 2}));
+    SAKER_ASSIGN_OR_RETURN(rope_freqs_, upload_norm(rf));
+  }
   for (int64_t l = 0; l < h.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     Layer L;
@@ -152,11 +159,17 @@ Status CudaDecoder::upload_weights() {
     SAKER_ASSIGN_OR_RETURN(L.attn_norm, upload_norm(an));
     SAKER_ASSIGN_OR_RETURN(TensorView fn, w.require(p + "ffn_norm.weight", {h.n_embd}));
     SAKER_ASSIGN_OR_RETURN(L.ffn_norm, upload_norm(fn));
-    if (h.arch == "qwen3") {
+    if (h.qk_norm) {
       SAKER_ASSIGN_OR_RETURN(TensorView qn, w.require(p + "attn_q_norm.weight", {h.head_dim}));
       SAKER_ASSIGN_OR_RETURN(TensorView kn, w.require(p + "attn_k_norm.weight", {h.head_dim}));
       SAKER_ASSIGN_OR_RETURN(L.q_norm, upload_norm(qn));
       SAKER_ASSIGN_OR_RETURN(L.k_norm, upload_norm(kn));
+    }
+    if (h.arch == "gemma3") {
+      SAKER_ASSIGN_OR_RETURN(TensorView pa, w.require(p + "post_attention_norm.weight", {h.n_embd}));
+      SAKER_ASSIGN_OR_RETURN(TensorView pf, w.require(p + "post_ffw_norm.weight", {h.n_embd}));
+      SAKER_ASSIGN_OR_RETURN(L.post_attn_norm, upload_norm(pa));
+      SAKER_ASSIGN_OR_RETURN(L.post_ffn_norm, upload_norm(pf));
     }
     std::vector<TensorView> qkv(3), gu(2);
     SAKER_ASSIGN_OR_RETURN(qkv[0], w.require(p + "attn_q.weight", {h.q_dim(), h.n_embd}));
@@ -254,13 +267,29 @@ Status CudaDecoder::enqueue_layers(int64_t T, const cuda::DeviceAttentionBatch& 
   const ModelHParams& h = hp_;
   const int64_t qkv_w = h.q_dim() + 2 * h.kv_dim();
   const int32_t* positions = batch.data + batch.layout.token_pos;
-  cuda::RopeConfig rope;
-  rope.neox = h.rope_style == ref::RopeStyle::kNeox;
-  rope.theta_base = static_cast<float>(h.rope_theta);
-  rope.freq_scale = static_cast<float>(h.rope_freq_scale);
+  // Global layers: the file's RoPE base, scaling and frequency factors; local (sliding-window) layers of
+  // Gemma 3: their own base and no scaling, like the CPU decoder.
+  cuda::RopeConfig rope_global;
+  rope_global.neox = h.rope_style == ref::RopeStyle::kNeox;
+  rope_global.n_rot = static_cast<int32_t>(h.n_rot);
+  rope_global.theta_base = static_cast<float>(h.rope_theta);
+  rope_global.freq_scale = static_cast<float>(h.rope_freq_scale);
+  rope_global.freq_factors = rope_freqs_;
+  cuda::RopeConfig rope_local = rope_global;
+  rope_local.theta_base = static_cast<float>(h.rope_theta_swa > 0 ? h.rope_theta_swa : h.rope_theta);
+  rope_local.freq_scale = 1.0f;
+  cuda::AttentionLaunch attn_global = launch;
+  attn_global.scale = h.attn_scale;
+  attn_global.soft_cap = h.attn_soft_cap;
+  cuda::AttentionLaunch attn_local = attn_global;
+  attn_local.sliding_window = static_cast<int32_t>(h.sliding_window);
+  const bool geglu = h.arch == "gemma3";
+
   for (int64_t l = 0; l < h.n_layer; ++l) {
     const Layer& L = layers_[l];
-    // Attention block: x += Wo attn(rope(norm(q)), rope(norm(k)), v), with q|k|v from one matmul.
+    const bool local = h.layer_is_local(l);
+    const cuda::RopeConfig& rope = local ? rope_local : rope_global;
+    // Attention block: x += [post_norm] Wo attn(rope(norm(q)), rope(norm(k)), v), q|k|v from one matmul.
     SAKER_RETURN_IF_ERROR(cuda::rms_norm(x_, L.attn_norm, h_, T, h.n_embd, h.rms_eps, false, stream_));
     SAKER_RETURN_IF_ERROR(matmul_fused(L.qkv, h_, T, qkv_, qkv_w));
     float* q = qkv_;                         // [T, n_head, head_dim] inside rows of qkv_w
@@ -274,16 +303,26 @@ Status CudaDecoder::enqueue_layers(int64_t T, const cuda::DeviceAttentionBatch& 
                                                rope, stream_));
     SAKER_RETURN_IF_ERROR(cuda::kv_write(k, v, qkv_w, kv.k[l], kv.v[l], batch, static_cast<int32_t>(h.n_head_kv),
                                          static_cast<int32_t>(h.head_dim), stream_));
-    SAKER_RETURN_IF_ERROR(cuda::attention(q, qkv_w, kv.k[l], kv.v[l], batch, launch, attn_, attn_ws_, attn_ws_bytes_,
-                                          stream_));
-    SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, L.wo, attn_, T, x_, h.n_embd, true, stream_));
-    // MLP block: x += W_down (silu(W_gate h) * W_up h), gate|up from one matmul.
+    SAKER_RETURN_IF_ERROR(cuda::attention(q, qkv_w, kv.k[l], kv.v[l], batch, local ? attn_local : attn_global, attn_,
+                                          attn_ws_, attn_ws_bytes_, stream_));
+    SAKER_RETURN_IF_ERROR(project_residual(L.wo, attn_, T, L.post_attn_norm));
+    // MLP block: x += [post_norm] W_down (act(W_gate h) * W_up h), gate|up from one matmul.
     SAKER_RETURN_IF_ERROR(cuda::rms_norm(x_, L.ffn_norm, h_, T, h.n_embd, h.rms_eps, false, stream_));
     SAKER_RETURN_IF_ERROR(matmul_fused(L.gate_up, h_, T, gu_, 2 * h.n_ff));
-    SAKER_RETURN_IF_ERROR(cuda::swiglu(gu_, gu_ + h.n_ff, 2 * h.n_ff, act_, T, h.n_ff, stream_));
-    SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, L.down, act_, T, x_, h.n_embd, true, stream_));
+    SAKER_RETURN_IF_ERROR(geglu ? cuda::geglu_tanh(gu_, gu_ + h.n_ff, 2 * h.n_ff, act_, T, h.n_ff, stream_)
+                                : cuda::swiglu(gu_, gu_ + h.n_ff, 2 * h.n_ff, act_, T, h.n_ff, stream_));
+    SAKER_RETURN_IF_ERROR(project_residual(L.down, act_, T, L.post_ffn_norm));
   }
   return {};
+}
+
+Status CudaDecoder::project_residual(const cuda::DeviceMatrix& w, const float* in, int64_t T, const float* post_norm) {
+  const ModelHParams& h = hp_;
+  if (!post_norm) return cuda::matmul(*matmul_, w, in, T, x_, h.n_embd, true, stream_);  // residual in the epilogue
+  // Gemma: the block's output is normed before it joins the residual stream.
+  SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, w, in, T, h_, h.n_embd, false, stream_));
+  SAKER_RETURN_IF_ERROR(cuda::rms_norm(h_, post_norm, h_, T, h.n_embd, h.rms_eps, false, stream_));
+  return cuda::add_f32(x_, h_, x_, T * h.n_embd, stream_);
 }
 
 Status CudaDecoder::enqueue_head(const int32_t* rows_dev, int64_t n_rows) {
@@ -291,6 +330,9 @@ Status CudaDecoder::enqueue_head(const int32_t* rows_dev, int64_t n_rows) {
   SAKER_RETURN_IF_ERROR(cuda::gather_rows(x_, rows_dev, n_rows, h.n_embd, xo_, stream_));
   SAKER_RETURN_IF_ERROR(cuda::rms_norm(xo_, output_norm_, xo_, n_rows, h.n_embd, h.rms_eps, false, stream_));
   SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, output_, xo_, n_rows, logits_dev_, h.n_vocab, false, stream_));
+  if (h.final_soft_cap > 0.0f) {
+    SAKER_RETURN_IF_ERROR(cuda::soft_cap(logits_dev_, n_rows * h.n_vocab, h.final_soft_cap, stream_));
+  }
   SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_, logits_dev_, n_rows * h.n_vocab * sizeof(float),
                                              cudaMemcpyDeviceToHost, stream_));
   return {};
@@ -312,7 +354,7 @@ Status CudaDecoder::enqueue_step(const StepShape& s, const cuda::PackedAttention
   launch.n_head_kv = static_cast<int32_t>(h.n_head_kv);
   launch.head_dim = static_cast<int32_t>(h.head_dim);
   launch.max_ctx = static_cast<int32_t>(s.ctx_capacity);
-  SAKER_RETURN_IF_ERROR(cuda::embedding(token_embd_, tokens, s.n_tokens, 1.0f, x_, stream_));
+  SAKER_RETURN_IF_ERROR(cuda::embedding(token_embd_, tokens, s.n_tokens, h.embed_scale, x_, stream_));
   SAKER_RETURN_IF_ERROR(enqueue_layers(s.n_tokens, batch, launch, *s.kv));
   if (s.n_out > 0 && s.n_out <= head_rows_) SAKER_RETURN_IF_ERROR(enqueue_head(rows, s.n_out));
   return {};

@@ -1,5 +1,5 @@
 #pragma once
-// CudaDecoder: the dense pre-norm decoders (GGUF qwen3 and llama) on one GPU.
+// CudaDecoder: the dense decoders of models/dense_decoder.h (GGUF qwen3, llama, gemma3) on one GPU.
 //
 // Weights are uploaded once (q|k|v and gate|up stacked into one matrix when their dtypes agree, so each
 // layer reads its weights in as few launches as possible); norms live as f32. The KV cache lives on the
@@ -49,6 +49,8 @@ class CudaDecoder : public Model {
     cuda::DeviceMatrix wo;       // [n_embd, q_dim]
     FusedMatrix gate_up;         // [2 n_ff, n_embd]
     cuda::DeviceMatrix down;     // [n_embd, n_ff]
+    float* post_attn_norm = nullptr;  // [n_embd] gemma3: norm of the attention output before the residual
+    float* post_ffn_norm = nullptr;   // [n_embd] gemma3: norm of the MLP output before the residual
   };
   struct DeviceKv {
     int64_t n_blocks = 0, block_size = 0;
@@ -81,6 +83,8 @@ class CudaDecoder : public Model {
                         const DeviceKv& kv);
   // Final norm, output head and the copy of the logits into the pinned buffer, for n_rows gathered rows.
   Status enqueue_head(const int32_t* rows_dev, int64_t n_rows);
+  // x += [post_norm](W in): the residual add fused into the matmul, or (with a post-norm) through h_.
+  Status project_residual(const cuda::DeviceMatrix& w, const float* in, int64_t T, const float* post_norm);
   Status matmul_fused(const FusedMatrix& m, const float* x, int64_t rows, float* out, int64_t out_stride);
 
   std::shared_ptr<const ModelWeights> weights_;
@@ -95,6 +99,7 @@ class CudaDecoder : public Model {
   bool output_tied_ = false;
   uint64_t weight_bytes_ = 0;      // all matrices uploaded
   float* output_norm_ = nullptr;   // [n_embd]
+  float* rope_freqs_ = nullptr;    // [n_rot / 2] llama 3 frequency divisors, or null
   std::vector<Layer> layers_;
 
   // Activations, sized for max_tokens_ rows.

@@ -1,9 +1,14 @@
 #pragma once
 // Activations quantised to 8 bits for the integer dot products of the CPU matmul: each block of 32
-// values becomes int8 codes q with one f32 scale d (x ~= d * q, d = max|x| / 127), plus d * sum(q) so the
-// "min" terms of affine weight formats (Q4_K: x = d*sc*q - dmin*m) need no second pass over the codes.
-// This is the only approximation the integer path adds on top of the weight format: about 0.4% relative
-// error per element, far below the weights' own quantisation error.
+// values becomes int8 codes q with one scale d (x ~= d * q), plus d * sum(q) so the "min" terms of affine
+// weight formats (Q4_1: x = d*q + m; Q4_K: x = d*sc*q - dmin*m) need no second pass over the codes.
+// The scale follows what ggml's CPU backend pairs with each weight format, so saker and llama.cpp see the
+// same quantised activations (the integer path's only approximation, ~0.4% relative per element):
+//   kQ8_0 (Q8_0, Q4_0, Q5_0, IQ4_NL weights): d = max|x| / 127 over 32 values, kept at f16 precision;
+//   kQ8_1 (Q4_1, Q5_1): as kQ8_0, and the block sum d * sum(q) is taken with the f32 d, then kept at f16;
+//   kQ8_K (K-quants, IQ4_XS): one f32 scale per 256 values, d = max / -127 for the value of largest magnitude
+//          (so that value becomes -127), codes clamped at 127.
+// Codes are rounded to nearest, ties to even.
 #include <cstdint>
 
 namespace saker::cpu {
@@ -17,7 +22,9 @@ struct ActBlock {
 };
 static_assert(sizeof(ActBlock) == 40);
 
-// n must be a multiple of kActBlock. dst holds n / kActBlock blocks.
-void quantize_act_row(const float* x, ActBlock* dst, int64_t n);
+enum class ActQuant { kQ8_0, kQ8_1, kQ8_K };
+
+// n must be a multiple of kActBlock (of 256 for kQ8_K). dst holds n / kActBlock blocks.
+void quantize_act_row(const float* x, ActBlock* dst, int64_t n, ActQuant style = ActQuant::kQ8_0);
 
 }  // namespace saker::cpu

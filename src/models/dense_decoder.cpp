@@ -1,7 +1,8 @@
-#include "models/qwen3.h"
+#include "models/dense_decoder.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <vector>
 
 #include "core/trace.h"
@@ -9,6 +10,7 @@
 #include "ops/ref/add.h"
 #include "ops/ref/attention.h"
 #include "ops/ref/embedding.h"
+#include "ops/ref/geglu_tanh.h"
 #include "ops/ref/kv_write.h"
 #include "ops/ref/matmul.h"
 #include "ops/ref/rms_norm.h"
@@ -22,12 +24,14 @@ TensorView f32(float* p, std::initializer_list<int64_t> shape) { return TensorVi
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Qwen3Model::create(std::shared_ptr<const ModelWeights> weights, OpsOptions options) {
-  std::unique_ptr<Qwen3Model> m(new Qwen3Model());
+Result<std::unique_ptr<Model>> DenseDecoderModel::create(std::shared_ptr<const ModelWeights> weights, OpsOptions options) {
+  std::unique_ptr<DenseDecoderModel> m(new DenseDecoderModel());
   m->weights_ = weights;
   m->options_ = options;
   m->hp_ = weights->hparams();
   const ModelHParams& h = m->hp_;
+  const bool gemma = h.arch == "gemma3";
+  m->geglu_ = gemma;
   const ModelWeights& w = *weights;
   SAKER_ASSIGN_OR_RETURN(m->token_embd_, w.require("token_embd.weight", {h.n_vocab, h.n_embd}));
   SAKER_ASSIGN_OR_RETURN(m->output_norm_, w.require("output_norm.weight", {h.n_embd}));
@@ -35,6 +39,13 @@ Result<std::unique_ptr<Model>> Qwen3Model::create(std::shared_ptr<const ModelWei
     SAKER_ASSIGN_OR_RETURN(m->output_, w.require("output.weight", {h.n_vocab, h.n_embd}));
   } else {
     m->output_ = m->token_embd_;
+  }
+  const int64_t n_rot = h.n_rot > 0 ? h.n_rot : h.head_dim;
+  if (w.find("rope_freqs.weight")) {
+    SAKER_ASSIGN_OR_RETURN(m->rope_freqs_, w.require("rope_freqs.weight", {n_rot / 2}));
+    if (m->rope_freqs_.dtype != DType::kF32) {
+      return make_error(StatusCode::kUnsupported, "rope_freqs.weight must be F32 (is {})", dtype_name(m->rope_freqs_.dtype));
+    }
   }
   for (int64_t l = 0; l < h.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
@@ -44,9 +55,13 @@ Result<std::unique_ptr<Model>> Qwen3Model::create(std::shared_ptr<const ModelWei
     SAKER_ASSIGN_OR_RETURN(L.wk, w.require(p + "attn_k.weight", {h.kv_dim(), h.n_embd}));
     SAKER_ASSIGN_OR_RETURN(L.wv, w.require(p + "attn_v.weight", {h.kv_dim(), h.n_embd}));
     SAKER_ASSIGN_OR_RETURN(L.wo, w.require(p + "attn_output.weight", {h.n_embd, h.q_dim()}));
-    if (h.arch == "qwen3") {
+    if (h.qk_norm) {
       SAKER_ASSIGN_OR_RETURN(L.q_norm, w.require(p + "attn_q_norm.weight", {h.head_dim}));
       SAKER_ASSIGN_OR_RETURN(L.k_norm, w.require(p + "attn_k_norm.weight", {h.head_dim}));
+    }
+    if (gemma) {
+      SAKER_ASSIGN_OR_RETURN(L.post_attn_norm, w.require(p + "post_attention_norm.weight", {h.n_embd}));
+      SAKER_ASSIGN_OR_RETURN(L.post_ffn_norm, w.require(p + "post_ffw_norm.weight", {h.n_embd}));
     }
     SAKER_ASSIGN_OR_RETURN(L.ffn_norm, w.require(p + "ffn_norm.weight", {h.n_embd}));
     SAKER_ASSIGN_OR_RETURN(L.w_gate, w.require(p + "ffn_gate.weight", {h.n_ff, h.n_embd}));
@@ -57,12 +72,12 @@ Result<std::unique_ptr<Model>> Qwen3Model::create(std::shared_ptr<const ModelWei
   return std::unique_ptr<Model>(std::move(m));
 }
 
-Status Qwen3Model::matmul(const TensorView& x, const TensorView& w, const TensorView& out) const {
+Status DenseDecoderModel::matmul(const TensorView& x, const TensorView& w, const TensorView& out) const {
   if (options_.fast_matmul) return cpu::matmul(x, w, out, options_.matmul);
   return ref::matmul(x, w, out);
 }
 
-Status Qwen3Model::forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) {
+Status DenseDecoderModel::forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) {
   const ModelHParams& h = hp_;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.output_rows.size());
@@ -83,17 +98,32 @@ Status Qwen3Model::forward(const ForwardBatch& batch, std::span<const LayerKv> k
   const TensorView hv = f32(hbuf.data(), {T, h.n_embd});
 
   SAKER_RETURN_IF_ERROR(ref::embedding(token_embd_, batch.tokens, xv));
+  if (h.embed_scale != 1.0f) {
+    for (float& e : x) e *= h.embed_scale;
+  }
   trace(xv, "inp_embd");
 
-  ref::RopeParams rope;
-  rope.style = h.rope_style;
-  rope.theta_base = h.rope_theta;
-  rope.freq_scale = h.rope_freq_scale;
-  ref::AttentionParams attn_params;
+  ref::RopeParams rope_global;
+  rope_global.style = h.rope_style;
+  rope_global.n_rot = h.n_rot;
+  rope_global.theta_base = h.rope_theta;
+  rope_global.freq_scale = h.rope_freq_scale;
+  rope_global.freq_factors = rope_freqs_.data ? static_cast<const float*>(rope_freqs_.data) : nullptr;
+  ref::RopeParams rope_local = rope_global;  // local (sliding-window) layers: own base, no scaling
+  rope_local.theta_base = h.rope_theta_swa > 0 ? h.rope_theta_swa : h.rope_theta;
+  rope_local.freq_scale = 1.0;
+  ref::AttentionParams attn_global;
+  attn_global.scale = h.attn_scale;
+  attn_global.soft_cap = h.attn_soft_cap;
+  ref::AttentionParams attn_local = attn_global;
+  attn_local.sliding_window = static_cast<int32_t>(h.sliding_window);
 
   for (int64_t l = 0; l < h.n_layer; ++l) {
     const Layer& L = layers_[l];
     const int li = static_cast<int>(l);
+    const bool local = h.layer_is_local(l);
+    const ref::RopeParams& rope = local ? rope_local : rope_global;
+    const ref::AttentionParams& attn_params = local ? attn_local : attn_global;
     SAKER_RETURN_IF_ERROR(ref::rms_norm(xv, L.attn_norm, hv, h.rms_eps));
     trace(hv, "attn_norm", li);
     const TensorView qv = f32(q.data(), {T, h.q_dim()});
@@ -123,6 +153,7 @@ Status Qwen3Model::forward(const ForwardBatch& batch, std::span<const LayerKv> k
                               : ref::attention(q3, kv[l].k, kv[l].v, batch.attn, attn_params, attn3));
     trace(attn3, "attn_out", li);
     SAKER_RETURN_IF_ERROR(matmul(f32(attn.data(), {T, h.q_dim()}), L.wo, hv));
+    if (L.post_attn_norm.data) SAKER_RETURN_IF_ERROR(ref::rms_norm(hv, L.post_attn_norm, hv, h.rms_eps));
     ref::add_f32(x.data(), hbuf.data(), x.data(), T * h.n_embd);
     trace(xv, "attn_residual", li);
 
@@ -132,8 +163,9 @@ Status Qwen3Model::forward(const ForwardBatch& batch, std::span<const LayerKv> k
     const TensorView uv = f32(up.data(), {T, h.n_ff});
     SAKER_RETURN_IF_ERROR(matmul(hv, L.w_gate, gv));
     SAKER_RETURN_IF_ERROR(matmul(hv, L.w_up, uv));
-    SAKER_RETURN_IF_ERROR(ref::swiglu(gv, uv, gv));
+    SAKER_RETURN_IF_ERROR(geglu_ ? ref::geglu_tanh(gv, uv, gv) : ref::swiglu(gv, uv, gv));
     SAKER_RETURN_IF_ERROR(matmul(gv, L.w_down, hv));
+    if (L.post_ffn_norm.data) SAKER_RETURN_IF_ERROR(ref::rms_norm(hv, L.post_ffn_norm, hv, h.rms_eps));
     ref::add_f32(x.data(), hbuf.data(), x.data(), T * h.n_embd);
     trace(xv, "l_out", li);
   }
@@ -149,6 +181,10 @@ Status Qwen3Model::forward(const ForwardBatch& batch, std::span<const LayerKv> k
   trace(xov, "result_norm");
   const TensorView lv = f32(logits, {n_out, h.n_vocab});
   SAKER_RETURN_IF_ERROR(matmul(xov, output_, lv));
+  if (h.final_soft_cap > 0.0f) {
+    const float c = h.final_soft_cap;
+    for (int64_t i = 0; i < n_out * h.n_vocab; ++i) logits[i] = c * std::tanh(logits[i] / c);
+  }
   trace(lv, "result_output");
   return {};
 }
