@@ -1,5 +1,6 @@
 #include "core/sha256.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
