@@ -41,7 +41,10 @@ class LlamaCppRealModel : public ::testing::TestWithParam<std::string> {
     auto w = ModelWeights::open(file.string());
     ASSERT_TRUE(w.ok()) << w.status().to_string();
     m_.weights = std::move(w).value();
-    auto m = create_model(m_.weights);
+    // SAKER_TEST_DEVICE=cuda runs the same comparison on the GPU backend (on a GPU machine).
+    OpsOptions ops;
+    if (const char* d = std::getenv("SAKER_TEST_DEVICE"); d && std::string(d) == "cuda") ops.device = Device::kCuda;
+    auto m = create_model(m_.weights, ops);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     m_.model = std::move(m).value();
   }
