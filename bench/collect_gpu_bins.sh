@@ -5,7 +5,7 @@
 set -eu
 BUILD=$1; DEST=$2
 mkdir -p "$DEST/lib"
-for b in saker saker_ops_cuda_tests saker_gpu_model_tests matmul_cuda_bench attention_cuda_bench; do
+for b in saker saker_ops_cuda_tests saker_gpu_model_tests saker_golden_tests matmul_cuda_bench attention_cuda_bench; do
   [ -x "$BUILD/bin/$b" ] && cp "$BUILD/bin/$b" "$DEST/"
 done
 for b in "$DEST"/saker*; do

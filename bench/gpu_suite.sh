@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA backend's checks and benchmarks in one go, for a GPU machine that runs binaries built elsewhere:
-#   bench/gpu_suite.sh BIN_DIR OUT_DIR [tests|bench|all] [quick]
+#   bench/gpu_suite.sh BIN_DIR OUT_DIR [tests|bench|all|realmodels] [quick]
+# realmodels: the pulled SmolLM2 and Gemma 3 files (in $SAKER_CACHE_DIR/models) against llama.cpp's reference
+# data on the GPU backend.
 # BIN_DIR holds saker, the test and playground binaries, and lib/ with the shared libraries they need.
 # Tests print a summary; the benches write JSON and text under OUT_DIR; the last lines are a short table.
 set -u
@@ -71,5 +73,20 @@ if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   fi
   tail -25 "$OUT/matmul_bench.txt" 2>/dev/null
   tail -15 "$OUT/attention_bench.txt" 2>/dev/null
+fi
+if [ "$WHAT" = realmodels ]; then
+  sha256sum "${SAKER_CACHE_DIR:?}"/models/*.gguf
+  SAKER_TEST_DEVICE=cuda timeout 300 "$BIN/saker_golden_tests" --gtest_filter='*LlamaCppRealModel*' > "$OUT/realmodels_cuda.txt" 2>&1
+  rc=$?
+  grep -E "OK \]|FAILED|PASSED|differ|KL|near" "$OUT/realmodels_cuda.txt" | tail -20
+  summary+=("llama.cpp comparison on cuda: rc=$rc")
+  for m in "$SAKER_CACHE_DIR"/models/*.gguf; do
+    for d in cpu cuda; do
+      "$BIN/saker" run -m "$m" -p "Write a haiku about the sea." -n 48 --temp 0 --device $d > "$OUT/run-$d-$(basename "$m").txt" 2> "$OUT/run-$d-$(basename "$m").log"
+    done
+    if cmp -s "$OUT/run-cpu-$(basename "$m").txt" "$OUT/run-cuda-$(basename "$m").txt"; then
+      summary+=("greedy text cpu==cuda on $(basename "$m"): yes"); else summary+=("greedy text cpu==cuda on $(basename "$m"): differs"); fi
+    tail -4 "$OUT/run-cuda-$(basename "$m").txt"
+  done
 fi
 printf '%s\n' "${summary[@]}"
