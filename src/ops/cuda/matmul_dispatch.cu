@@ -133,7 +133,9 @@ Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts) {
   m.n_out = n_out;
   m.n_in = n_in;
   m.bytes = static_cast<size_t>(*rb) * static_cast<size_t>(n_out);
-  SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m.data, m.bytes));
+  // 16 bytes of slack: decoders of 2-byte-aligned formats (Q8_0, Q6_K) read whole aligned words, which may
+  // reach up to 3 bytes past a block's end.
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m.data, m.bytes + 16));
   auto* dst = static_cast<uint8_t*>(m.data);
   for (const TensorView& p : parts) {
     const size_t src_pitch = static_cast<size_t>(p.stride_bytes[0]);

@@ -97,8 +97,26 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     for (int i = 0; i < 4; ++i) c[nt][i] = 0.0f;
   }
 
+  // Eight lanes per row spread L2 prefetches over the row's bytes of a step (<= 512 bytes: every 128-byte
+  // line is touched); step s prefetches step s + kMmaWarps, this warp's next one, and the first step is
+  // prefetched before the loop.
+  constexpr int kStepRowBytes = kBlocksPerStep * F::kBlockBytes;
+  const int64_t pf_off = static_cast<int64_t>(su) * (kStepRowBytes - 1) / 7 -
+                         static_cast<int64_t>(step_block<F>(su)) * F::kBlockBytes;  // wr[] already add this
+  if (warp < n_steps) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(wr[i] + static_cast<int64_t>(warp) * kStepRowBytes + pf_off));
+    }
+  }
   for (int s = warp; s < n_steps; s += kMmaWarps) {
     const int64_t step_off = static_cast<int64_t>(s) * kBlocksPerStep * F::kBlockBytes;
+    if (s + kMmaWarps < n_steps) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(wr[i] + step_off + static_cast<int64_t>(kMmaWarps) * kStepRowBytes + pf_off));
+      }
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       float v[32];
