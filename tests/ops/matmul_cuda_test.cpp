@@ -29,6 +29,24 @@ constexpr TypeCase kCases[] = {
     {DType::kIQ4_XS, 1e-9, 1e-5},
 };
 
+// Whether matmul() sends `rows` rows of this dtype (aligned x, n_in a multiple of 256) to the tensor-core
+// verify kernel, which rounds x and the weights to f16 / bf16 like the prefill path: it gets prefill_tol.
+bool takes_mma(DType type, int64_t rows) {
+  if (rows < 2 || rows > 64) return false;
+  switch (type) {
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return true;
+    default: return false;
+  }
+}
+double row_tol(const TypeCase& c, int64_t rows) { return takes_mma(c.type, rows) ? c.prefill_tol : c.decode_tol; }
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, scale);
@@ -143,7 +161,7 @@ TEST(CudaMatmul, DecodeRowsMatchRef) {
         s.out_pad = variant == 1 ? 5 : 0;
         s.parts = variant == 1 ? 3 : 1;
         const double e = run_matmul(**ctx, c.type, s, seed++);
-        EXPECT_LT(e, c.decode_tol) << describe(c.type, s);
+        EXPECT_LT(e, row_tol(c, rows)) << describe(c.type, s);
       }
     }
   }
@@ -161,7 +179,29 @@ TEST(CudaMatmul, WideMatrixDecodeMatchesRef) {
       s.n_in = 2048;
       s.rows = rows;
       s.parts = 3;
-      EXPECT_LT(run_matmul(**ctx, c.type, s, seed++), c.decode_tol) << describe(c.type, s);
+      EXPECT_LT(run_matmul(**ctx, c.type, s, seed++), row_tol(c, rows)) << describe(c.type, s);
+    }
+  }
+}
+
+// Every verify width through the tensor-core kernel: odd n_out (partial 16-row tiles), n_in of one 256-step
+// (three of the four K-split warps idle) and of eight steps, accumulate, padded out_stride, stacked parts.
+TEST(CudaMatmul, VerifyRowsTensorCoreMatchRef) {
+  SAKER_REQUIRE_GPU();
+  auto ctx = cuda::MatmulContext::create(64, 2048, 301);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 700;
+  for (const TypeCase& c : kCases) {
+    if (!takes_mma(c.type, 2)) continue;
+    for (int64_t rows = 2; rows <= 64; ++rows) {
+      RunSpec s;
+      s.rows = rows;
+      s.n_out = rows % 3 == 0 ? 301 : (rows % 3 == 1 ? 37 : 16);
+      s.n_in = rows % 2 == 0 ? 2048 : 256;
+      s.accumulate = rows % 4 < 2;
+      s.out_pad = rows % 5;
+      s.parts = 1 + rows % 3;
+      EXPECT_LT(run_matmul(**ctx, c.type, s, seed++), c.prefill_tol) << describe(c.type, s);
     }
   }
 }

@@ -96,6 +96,56 @@ SAKER_HD void ld8(const uint8_t* p, uint32_t* lo, uint32_t* hi) {
 #endif
 }
 
+// __byte_perm (default mode): result byte i = byte (s >> 4i) & 7 of the eight bytes y:x (x is bytes 0-3).
+SAKER_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, s);
+#else
+  const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+  return r;
+#endif
+}
+
+// Byte k of w as an exact float, without an int-to-float conversion (a quarter-rate instruction on the GPU):
+// the byte becomes the low mantissa bits of 2^23 (0x4B000000), and subtracting 2^23 (+ bias) is exact.
+// Returns byte - bias for bias 0 .. 255.
+SAKER_HD float byte_to_f32(uint32_t w, int k, float bias = 0.0f) {
+  return bits_f32(byte_perm(w, 0x4B000000u, 0x7440u | static_cast<uint32_t>(k))) - (8388608.0f + bias);
+}
+
+// 8 bytes from a 2-byte-aligned address as two little-endian words: on the device, the aligned words that
+// cover them (two, or three when the address is not 4-byte aligned; never a byte past p + 7's word) joined by
+// funnel shifts, instead of eight byte loads.
+SAKER_HD void ld8_a2(const uint8_t* p, uint32_t* w0, uint32_t* w1) {
+#if defined(__CUDA_ARCH__)
+  const auto* base = reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
+  const uint32_t sh = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 3) * 8;
+  const uint32_t x0 = __ldg(base), x1 = __ldg(base + 1);
+  const uint32_t x2 = sh != 0 ? __ldg(base + 2) : 0u;
+  *w0 = __funnelshift_r(x0, x1, sh);
+  *w1 = __funnelshift_r(x1, x2, sh);
+#else
+  // The device's word loads and funnel shifts, emulated, so the host tests cover them.
+  const auto* base = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
+  const uint32_t sh = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 3) * 8;
+  uint32_t x0, x1, x2 = 0;
+  std::memcpy(&x0, base, 4);
+  std::memcpy(&x1, base + 4, 4);
+  if (sh != 0) std::memcpy(&x2, base + 8, 4);
+  *w0 = static_cast<uint32_t>(((static_cast<uint64_t>(x1) << 32) | x0) >> sh);
+  *w1 = static_cast<uint32_t>(((static_cast<uint64_t>(x2) << 32) | x1) >> sh);
+#endif
+}
+SAKER_HD uint32_t ld_u16_a2(const uint8_t* p) {  // 2-byte aligned
+#if defined(__CUDA_ARCH__)
+  return __ldg(reinterpret_cast<const unsigned short*>(p));
+#else
+  return rd_u16(p);
+#endif
+}
+
 // The 16 levels of IQ4_NL / IQ4_XS (same table as formats/quant), packed four to a word so a lookup is two
 // selects and a shift: an indexed local array would put a stack in local memory on the device.
 SAKER_HD float iq4_level(uint32_t code) {
@@ -105,7 +155,7 @@ SAKER_HD float iq4_level(uint32_t code) {
   constexpr uint32_t kW3 = 0x71594535u;  //   53,   69,  89, 113
   code &= 15;
   const uint32_t w = code < 8 ? (code < 4 ? kW0 : kW1) : (code < 12 ? kW2 : kW3);
-  return static_cast<float>(static_cast<int8_t>((w >> (8 * (code & 3))) & 0xFF));
+  return byte_to_f32(w ^ 0x80808080u, static_cast<int>(code & 3), 128.0f);  // int8 b = (b ^ 0x80) - 128
 }
 
 // Q4_K / Q5_K packed 6-bit scale and min of sub-block j (see formats/quant/k_quants.h), from the header's
@@ -186,12 +236,13 @@ struct Fmt<DType::kQ8_0> {
   static constexpr bool kAligned16 = false;
   SAKER_HD static int run_start(int, int r) { return 8 * r; }
   SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
-    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
+    const float d = f16_to_f32(static_cast<uint16_t>(ld_u16_a2(blk)));  // 2-byte aligned: blocks are 34 bytes
 SAKER_UNROLL
-    for (int i = 0; i < 32; i += 2) {
-      const uint32_t two = rd_u16(blk + 2 + i);  // 2-byte aligned: blocks are 34 bytes
-      v[i] = static_cast<float>(static_cast<int8_t>(two & 0xFF)) * d;
-      v[i + 1] = static_cast<float>(static_cast<int8_t>(two >> 8)) * d;
+    for (int i = 0; i < 32; i += 8) {
+      uint32_t w[2];
+      ld8_a2(blk + 2 + i, &w[0], &w[1]);
+SAKER_UNROLL
+      for (int j = 0; j < 8; ++j) v[i + j] = byte_to_f32(w[j >> 2] ^ 0x80808080u, j & 3, 128.0f) * d;
     }
   }
 };
@@ -301,10 +352,13 @@ struct Fmt<DType::kQ4_K> {
     const float m2 = dmin * static_cast<float>(m);
     const Bytes16 q = ld16(blk + 16 + 32 * c + 16 * (u & 1));
 SAKER_UNROLL
-    for (int j = 0; j < 16; ++j) {
-      const uint32_t b = q.byte(j);
-      v[j] = d1 * static_cast<float>(b & 0x0F) - m1;
-      v[16 + j] = d2 * static_cast<float>(b >> 4) - m2;
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t lo = q.w[k] & 0x0F0F0F0Fu, hi = (q.w[k] >> 4) & 0x0F0F0F0Fu;
+SAKER_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        v[4 * k + i] = d1 * byte_to_f32(lo, i) - m1;
+        v[16 + 4 * k + i] = d2 * byte_to_f32(hi, i) - m2;
+      }
     }
   }
 };
@@ -330,12 +384,14 @@ struct Fmt<DType::kQ5_K> {
     const Bytes16 qh = ld16(blk + 16 + l0);
     const Bytes16 q = ld16(blk + 48 + 32 * c + l0);
 SAKER_UNROLL
-    for (int j = 0; j < 16; ++j) {
-      const uint32_t b = q.byte(j), h = qh.byte(j);
-      const uint32_t lo = (b & 0x0F) | (((h >> (2 * c)) & 1) << 4);
-      const uint32_t hi = (b >> 4) | (((h >> (2 * c + 1)) & 1) << 4);
-      v[j] = d1 * static_cast<float>(lo) - m1;
-      v[16 + j] = d2 * static_cast<float>(hi) - m2;
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t lo = (q.w[k] & 0x0F0F0F0Fu) | (((qh.w[k] >> (2 * c)) & 0x01010101u) << 4);
+      const uint32_t hi = ((q.w[k] >> 4) & 0x0F0F0F0Fu) | (((qh.w[k] >> (2 * c + 1)) & 0x01010101u) << 4);
+SAKER_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        v[4 * k + i] = d1 * byte_to_f32(lo, i) - m1;
+        v[16 + 4 * k + i] = d2 * byte_to_f32(hi, i) - m2;
+      }
     }
   }
 };
@@ -349,25 +405,31 @@ struct Fmt<DType::kQ6_K> {
     const int h = u >> 2, l0 = 8 * (u & 3);
     const uint8_t* ql = blk + 64 * h + l0;
     const uint8_t* qh = blk + 128 + 32 * h + l0;
-    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 208)));
-    const auto* scales = reinterpret_cast<const int8_t*>(blk + 192 + 8 * h);
+    const float d = f16_to_f32(static_cast<uint16_t>(ld_u16_a2(blk + 208)));
+    uint32_t a[2], b[2], hh[2], sc[2];
+    ld8_a2(ql, &a[0], &a[1]);
+    ld8_a2(ql + 32, &b[0], &b[1]);
+    ld8_a2(qh, &hh[0], &hh[1]);
+    ld8_a2(blk + 192 + 8 * h, &sc[0], &sc[1]);  // int8 scales of the half's 16-element groups
     float s[4];
 SAKER_UNROLL
-    for (int r = 0; r < 4; ++r) s[r] = d * static_cast<float>(scales[(l0 + 32 * r) / 16]);
+    for (int r = 0; r < 4; ++r) {
+      const int idx = l0 / 16 + 2 * r;
+      s[r] = d * static_cast<float>(static_cast<int8_t>(byte_of(sc[idx >> 2], idx & 3)));
+    }
 SAKER_UNROLL
-    for (int j = 0; j < 8; j += 2) {
-      const uint32_t a = rd_u16(ql + j), b = rd_u16(ql + 32 + j), hh = rd_u16(qh + j);
+    for (int k = 0; k < 2; ++k) {
+      // Four consecutive l at once: 6-bit codes q1..q4 (elements l, l + 32, l + 64, l + 96 of the half).
+      const uint32_t q1 = (a[k] & 0x0F0F0F0Fu) | ((hh[k] & 0x03030303u) << 4);
+      const uint32_t q2 = (b[k] & 0x0F0F0F0Fu) | (((hh[k] >> 2) & 0x03030303u) << 4);
+      const uint32_t q3 = ((a[k] >> 4) & 0x0F0F0F0Fu) | (((hh[k] >> 4) & 0x03030303u) << 4);
+      const uint32_t q4 = ((b[k] >> 4) & 0x0F0F0F0Fu) | (((hh[k] >> 6) & 0x03030303u) << 4);
 SAKER_UNROLL
-      for (int k = 0; k < 2; ++k) {
-        const uint32_t a1 = (a >> (8 * k)) & 0xFF, b1 = (b >> (8 * k)) & 0xFF, h1 = (hh >> (8 * k)) & 0xFF;
-        const int q1 = static_cast<int>((a1 & 0x0F) | (((h1 >> 0) & 3) << 4)) - 32;
-        const int q2 = static_cast<int>((b1 & 0x0F) | (((h1 >> 2) & 3) << 4)) - 32;
-        const int q3 = static_cast<int>((a1 >> 4) | (((h1 >> 4) & 3) << 4)) - 32;
-        const int q4 = static_cast<int>((b1 >> 4) | (((h1 >> 6) & 3) << 4)) - 32;
-        v[j + k] = s[0] * static_cast<float>(q1);
-        v[8 + j + k] = s[1] * static_cast<float>(q2);
-        v[16 + j + k] = s[2] * static_cast<float>(q3);
-        v[24 + j + k] = s[3] * static_cast<float>(q4);
+      for (int i = 0; i < 4; ++i) {
+        v[4 * k + i] = s[0] * byte_to_f32(q1, i, 32.0f);
+        v[8 + 4 * k + i] = s[1] * byte_to_f32(q2, i, 32.0f);
+        v[16 + 4 * k + i] = s[2] * byte_to_f32(q3, i, 32.0f);
+        v[24 + 4 * k + i] = s[3] * byte_to_f32(q4, i, 32.0f);
       }
     }
   }

@@ -45,7 +45,10 @@ class CudaMatmulContext final : public MatmulContext {
     SAKER_RETURN_IF_ERROR(cublas_status(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "cublasSetWorkspace"));
     SAKER_RETURN_IF_ERROR(cublas_status(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&x_scratch_, static_cast<size_t>(max_rows * max_n_in) * 2));
-    w_chunk_rows_ = std::max<int64_t>(1, std::min<int64_t>(max_n_out, static_cast<int64_t>(kWeightScratchBytes / 2) / max_n_in));
+    // Chunks are whole multiples of 128 rows where the scratch allows, so every chunk's output pointer
+    // (out + o) keeps cuBLAS's 16-byte alignment and tile-friendly m.
+    const int64_t fit = static_cast<int64_t>(kWeightScratchBytes / 2) / max_n_in;
+    w_chunk_rows_ = std::max<int64_t>(1, std::min<int64_t>(max_n_out, fit >= 128 ? fit / 128 * 128 : fit));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&w_scratch_, static_cast<size_t>(w_chunk_rows_ * max_n_in) * 2));
     return {};
   }
@@ -77,8 +80,12 @@ class CudaMatmulContext final : public MatmulContext {
                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                            "f16/bf16 GEMM");
     }
-    for (int64_t o = 0; o < w.n_out; o += w_chunk_rows_) {
-      const int64_t m = std::min(w_chunk_rows_, w.n_out - o);
+    // Equal chunks (multiples of 128 rows), e.g. 12288 rows in three of 4096 rather than 5376 + 5376 + 1536.
+    const int64_t n_chunks = (w.n_out + w_chunk_rows_ - 1) / w_chunk_rows_;
+    int64_t chunk = (w.n_out + n_chunks - 1) / n_chunks;
+    if (w_chunk_rows_ >= 128) chunk = std::min(w_chunk_rows_, (chunk + 127) / 128 * 128);
+    for (int64_t o = 0; o < w.n_out; o += chunk) {
+      const int64_t m = std::min(chunk, w.n_out - o);
       SAKER_RETURN_IF_ERROR(detail::launch_dequantize_f16(w, o, m, w_scratch_, stream));
       SAKER_RETURN_IF_ERROR(cublas_status(
           cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), n, k, &alpha, w_scratch_, CUDA_R_16F,

@@ -1,6 +1,7 @@
 // The public CUDA matmul entry points: weight upload (stacking parts along n_out), dtype support, and the
 // choice of path by row count: decode kernels up to max_kernel_rows(), cuBLAS GEMM beyond.
-// SAKER_CUDA_MATMUL=simple (core/env.h) forces the reference kernel for every row count, to bisect.
+// SAKER_CUDA_MATMUL=simple (core/env.h) forces the reference kernel for every row count, to bisect;
+// SAKER_CUDA_MATMUL=fma keeps verify widths on the FMA kernels instead of the tensor-core kernel.
 #include <cstring>
 #include <string>
 
@@ -17,6 +18,40 @@ Status launch_matvec_fast_quant(const DeviceMatrix& w, const float* x, int64_t r
                                 bool accumulate, cudaStream_t stream);
 Status launch_matvec_fast_kquants(const DeviceMatrix& w, const float* x, int64_t rows, float* out,
                                   int64_t out_stride, bool accumulate, cudaStream_t stream);
+Status launch_matmul_mma_float(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                               bool accumulate, cudaStream_t stream);
+Status launch_matmul_mma_quant(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                               bool accumulate, cudaStream_t stream);
+Status launch_matmul_mma_kquants(const DeviceMatrix& w, const float* x, int64_t rows, float* out,
+                                 int64_t out_stride, bool accumulate, cudaStream_t stream);
+
+bool matmul_mma_supported(const DeviceMatrix& w, const float* x, int64_t rows) {
+  switch (w.type) {
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: break;
+    default: return false;
+  }
+  return rows >= kMmaMinRows && rows <= 64 && w.n_in % 256 == 0 && w.n_in / 256 <= 0x7FFFFFFF &&
+         matvec_fast_supported(w, x);
+}
+
+Status launch_matmul_mma(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                         bool accumulate, cudaStream_t stream) {
+  switch (w.type) {
+    case DType::kF16:
+    case DType::kBF16: return launch_matmul_mma_float(w, x, rows, out, out_stride, accumulate, stream);
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return launch_matmul_mma_kquants(w, x, rows, out, out_stride, accumulate, stream);
+    default: return launch_matmul_mma_quant(w, x, rows, out, out_stride, accumulate, stream);
+  }
+}
 
 bool matvec_fast_supported(const DeviceMatrix& w, const float* x) {
   if ((reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(w.data) & 15) != 0) return false;
@@ -57,6 +92,15 @@ bool force_simple() {
   return simple;
 }
 
+// SAKER_CUDA_MATMUL=fma: decode/verify rows take the FMA kernels only (no tensor-core verify kernel).
+bool force_fma() {
+  static const bool fma = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "fma") == 0;
+  }();
+  return fma;
+}
+
 }  // namespace
 
 bool matmul_supports(DType type) {
@@ -89,7 +133,9 @@ Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts) {
   m.n_out = n_out;
   m.n_in = n_in;
   m.bytes = static_cast<size_t>(*rb) * static_cast<size_t>(n_out);
-  SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m.data, m.bytes));
+  // 16 bytes of slack: decoders of 2-byte-aligned formats (Q8_0, Q6_K) read whole aligned words, which may
+  // reach up to 3 bytes past a block's end.
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m.data, m.bytes + 16));
   auto* dst = static_cast<uint8_t*>(m.data);
   for (const TensorView& p : parts) {
     const size_t src_pitch = static_cast<size_t>(p.stride_bytes[0]);
@@ -118,6 +164,9 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
   if (w.layout != 0) return make_error(StatusCode::kInvalidArgument, "cuda matmul: unknown weight layout");
   if (force_simple()) return detail::launch_matvec_simple(w, x, rows, out, out_stride, accumulate, stream);
   if (rows <= ctx.max_kernel_rows()) {
+    if (!force_fma() && detail::matmul_mma_supported(w, x, rows)) {
+      return detail::launch_matmul_mma(w, x, rows, out, out_stride, accumulate, stream);
+    }
     if (detail::matvec_fast_supported(w, x)) {
       return detail::launch_matvec_fast(w, x, rows, out, out_stride, accumulate, stream);
     }

@@ -59,6 +59,14 @@ Status launch_matvec_fast(const DeviceMatrix& w,
                           float* out,      // [rows, out_stride] f32
                           int64_t out_stride, bool accumulate, cudaStream_t stream);
 
+// The tensor-core kernel for verify widths (kMmaMinRows .. 64 rows; matmul_mma.cuh): F16, BF16, Q8_0, Q4_0,
+// Q4_K, Q5_K, Q6_K and IQ4_XS weights with n_in a multiple of 256 and the fast kernel's alignment. It rounds
+// x and the weights to f16 (bf16 for BF16), so it matches the reference to the prefill tolerance.
+inline constexpr int64_t kMmaMinRows = 2;
+bool matmul_mma_supported(const DeviceMatrix& w, const float* x, int64_t rows);
+Status launch_matmul_mma(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                         bool accumulate, cudaStream_t stream);
+
 // Rows [row0, row0 + n_rows) of a quantized w dequantised to f16: dst [n_rows, n_in].
 Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows, __half* dst, cudaStream_t stream);
 // f32 -> f16 (to == kF16) or bf16 (to == kBF16), n elements.

@@ -46,6 +46,15 @@ __global__ void __launch_bounds__(kFastWarps * 32)
     // Rows past n_out re-read the last row (results discarded) so the inner loop has no branches.
     wrow[n] = w + (o0 + n < n_out ? o0 + n : n_out - 1) * row_bytes;
   }
+  // Ask L2 for the warp's whole weight rows up front (a hint; no data dependence). The unit loop below is a
+  // chain of dependent load -> FMA iterations per lane; with the rows already on their way to L2 only its
+  // first iteration waits for DRAM.
+#pragma unroll
+  for (int n = 0; n < NR; ++n) {
+    for (int64_t off = static_cast<int64_t>(lane) * 128; off < row_bytes; off += 32 * 128) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow[n] + off));
+    }
+  }
   for (int64_t t0 = 0; t0 < rows; t0 += R) {
     const int nt = rows - t0 < R ? static_cast<int>(rows - t0) : R;
     const float* xt = x + t0 * n_in;

@@ -52,26 +52,36 @@ __global__ void __launch_bounds__(kSimpleThreads)
   }
 }
 
-// One thread per 32-element unit of the selected rows: decode, write 32 halves.
+// One thread per 32-element unit: grid.x covers a row's units, grid.y strides over rows (no 64-bit division
+// per thread). The 32 decoded values leave as four 16-byte stores, one per 8-element run (runs start at
+// multiples of 8 elements and rows are whole 32-element units, so every store is aligned).
 template <class F>
-__global__ void dequantize_f16_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes], rows from row0
-                                      int64_t row_bytes, int64_t n_in, int64_t n_rows,
-                                      __half* __restrict__ dst) {    // [n_rows, n_in] f16
+__global__ void __launch_bounds__(128)
+    dequantize_f16_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes], rows from row0
+                          int64_t row_bytes, int64_t n_in, int64_t n_rows,
+                          __half* __restrict__ dst) {     // [n_rows, n_in] f16
   const int64_t n_units = n_in / 32;
-  const int64_t total = n_rows * n_units;
-  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < total;
-       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = g / n_units, u = g % n_units;
-    const int64_t b = u / F::kUnits;
-    const int uu = static_cast<int>(u % F::kUnits);
+  const int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (u >= n_units) return;
+  const int64_t b = u / F::kUnits;
+  const int uu = static_cast<int>(u % F::kUnits);
+  for (int64_t r = blockIdx.y; r < n_rows; r += gridDim.y) {
     float v[32];
     F::decode_unit(w + r * row_bytes + b * F::kBlockBytes, uu, v);
     __half* d = dst + r * n_in + b * F::kBlockElems;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      __half2* d2 = reinterpret_cast<__half2*>(d + F::run_start(uu, q));  // runs start at multiples of 8
-#pragma unroll
-      for (int j = 0; j < 4; ++j) d2[j] = __floats2half2_rn(v[8 * q + 2 * j], v[8 * q + 2 * j + 1]);
+      uint4 pk;
+      __half2 h;
+      h = __floats2half2_rn(v[8 * q + 0], v[8 * q + 1]);
+      pk.x = *reinterpret_cast<const uint32_t*>(&h);
+      h = __floats2half2_rn(v[8 * q + 2], v[8 * q + 3]);
+      pk.y = *reinterpret_cast<const uint32_t*>(&h);
+      h = __floats2half2_rn(v[8 * q + 4], v[8 * q + 5]);
+      pk.z = *reinterpret_cast<const uint32_t*>(&h);
+      h = __floats2half2_rn(v[8 * q + 6], v[8 * q + 7]);
+      pk.w = *reinterpret_cast<const uint32_t*>(&h);
+      *reinterpret_cast<uint4*>(d + F::run_start(uu, q)) = pk;
     }
   }
 }
@@ -123,8 +133,11 @@ Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows
   }
   const int64_t rb = matrix_row_bytes(w);
   const auto* src = static_cast<const uint8_t*>(w.data) + row0 * rb;
-  constexpr int kThreads = 256;
-  const unsigned grid = grid_for(n_rows * (w.n_in / 32), kThreads);
+  if (n_rows <= 0) return {};
+  constexpr int kThreads = 128;
+  const int64_t gx = (w.n_in / 32 + kThreads - 1) / kThreads;
+  if (gx > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_in too large");
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(n_rows < 65535 ? n_rows : 65535));
   const bool known = visit_fmt(w.type, [&](auto fmt) {
     using F = decltype(fmt);
     dequantize_f16_kernel<F><<<grid, kThreads, 0, stream>>>(src, rb, w.n_in, n_rows, dst);
