@@ -11,6 +11,7 @@ const DebugEnv& debug_env() {
     e.trace = std::getenv("SAKER_TRACE");
     e.trace_dir = std::getenv("SAKER_TRACE_DIR");
     e.cuda_matmul = std::getenv("SAKER_CUDA_MATMUL");
+    e.cuda_attention = std::getenv("SAKER_CUDA_ATTENTION");
     if (const char* n = std::getenv("SAKER_NUM_THREADS")) e.num_threads = std::atoi(n);
     return e;
   }();

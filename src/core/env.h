@@ -6,6 +6,9 @@
 //   SAKER_TRACE_DIR   folder the trace hook writes tensors to (default: print summaries to stderr)
 //   SAKER_NUM_THREADS default size of the global thread pool
 //   SAKER_CUDA_MATMUL "simple": every CUDA matmul runs the simple reference kernel (to bisect kernel bugs)
+//   SAKER_CUDA_ATTENTION comma-separated: "splitk": automatic CUDA attention never picks the decode kernel
+//                     (kDecode), "noverify": nor the verify kernel (kVerify), "notiled": nor the tiled
+//                     prefill kernel; the older split-K kernel stands in. Forced kernels are unaffected.
 
 namespace saker {
 
@@ -15,6 +18,7 @@ struct DebugEnv {
   const char* trace_dir = nullptr;
   int num_threads = 0;  // 0: hardware concurrency
   const char* cuda_matmul = nullptr;
+  const char* cuda_attention = nullptr;
 };
 
 const DebugEnv& debug_env();

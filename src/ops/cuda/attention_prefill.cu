@@ -307,11 +307,15 @@ Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
 }  // namespace
 
 Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream) {
+  // The tile math needs only head_dim % 16 == 0 (k16 steps of QK^T, pairs of n8 tiles of PV).
   switch (a.head_dim) {
+    case 32: return launch<32>(a, stream);
     case 64: return launch<64>(a, stream);
+    case 80: return launch<80>(a, stream);
+    case 96: return launch<96>(a, stream);
     case 128: return launch<128>(a, stream);
     case 256: return launch<256>(a, stream);
-    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 64, 128 or 256");
+    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
   }
 }
 
