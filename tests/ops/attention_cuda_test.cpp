@@ -113,7 +113,7 @@ void expect_case(const std::vector<SeqSpec>& specs, const Shape& sh, uint32_t se
   // Every case through the automatic choice and through each kernel forced.
   for (cuda::AttentionKernel k : {cuda::AttentionKernel::kAuto, cuda::AttentionKernel::kSplitK,
                                   cuda::AttentionKernel::kTiled, cuda::AttentionKernel::kDecode,
-                                  cuda::AttentionKernel::kVerify}) {
+                                  cuda::AttentionKernel::kVerify, cuda::AttentionKernel::kTiledPair}) {
     Shape s = sh;
     s.kernel = k;
     std::string why;
@@ -122,7 +122,8 @@ void expect_case(const std::vector<SeqSpec>& specs, const Shape& sh, uint32_t se
                        : k == cuda::AttentionKernel::kSplitK ? "split"
                        : k == cuda::AttentionKernel::kTiled  ? "tiled"
                        : k == cuda::AttentionKernel::kDecode ? "decode"
-                                                             : "verify";
+                       : k == cuda::AttentionKernel::kVerify ? "verify"
+                                                             : "tpair";
     std::printf("[ nmse ] %-40s %-6s %.3g\n", what.c_str(), name, e);
     const bool f32 = k == cuda::AttentionKernel::kSplitK || k == cuda::AttentionKernel::kDecode;
     EXPECT_LT(e, f32 ? kSplitNmse : kTiledNmse) << what << " kernel " << name << " " << why;

@@ -32,6 +32,8 @@ enum class AttentionKernel : uint8_t {
   kTiled,   // f16 tensor-core tiles of 64 query rows: prefill
   kDecode,  // f32 flash-decoding with whole key slices in flight (cp.async): decode and short verify rows
   kVerify,  // f16 tensor-core tiles of one KV head's GQA group x up to 64 / group rows, keys split: verify
+  kTiledPair,  // kTiled with 8-warp blocks over two query heads of a GQA group sharing each K/V tile (even
+               // group; otherwise kTiled). Not chosen by kAuto yet.
 };
 
 // kAuto: kTiled for prefill-sized batches, kVerify when a sequence brings >= 32 query vectors (rows x GQA

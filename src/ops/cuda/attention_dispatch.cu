@@ -18,6 +18,7 @@ struct Plan {
   bool tiled = false;
   bool decode = false;
   bool verify = false;
+  bool paired = false;  // tiled with two query heads per block
   int32_t rows_per_tile = 1;
   int32_t n_splits = 1;
   size_t ml_bytes = 0, acc_bytes = 0;  // split-K partials, each 256-byte aligned
@@ -69,7 +70,8 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch)
   // Tensor-core tiles pay off once a sequence brings enough query rows to fill them.
   // kAuto keeps the tiled kernel to the head sizes it has been measured on; forced, it runs any.
   const bool tiled_measured = launch.head_dim == 64 || launch.head_dim == 128 || launch.head_dim == 256;
-  plan.tiled = launch.kernel == AttentionKernel::kTiled ||
+  plan.paired = launch.kernel == AttentionKernel::kTiledPair && group % 2 == 0;
+  plan.tiled = launch.kernel == AttentionKernel::kTiled || launch.kernel == AttentionKernel::kTiledPair ||
                (launch.kernel == AttentionKernel::kAuto && tiled_measured && L.n_tokens >= 128 && per_seq >= 48 &&
                 auto_allows("notiled"));
   if (plan.tiled) return plan;
@@ -184,7 +186,7 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
     a.part_ml = static_cast<float2*>(workspace);
     a.part_acc = reinterpret_cast<float*>(static_cast<char*>(workspace) + plan.ml_bytes);
   }
-  if (plan.tiled) return detail::launch_tiled_attention(a, stream);
+  if (plan.tiled) return detail::launch_tiled_attention(a, stream, plan.paired);
   if (plan.verify) return detail::launch_verify_attention(a, stream);
   return plan.decode ? detail::launch_decode_attention(a, stream) : detail::launch_split_attention(a, stream);
 }

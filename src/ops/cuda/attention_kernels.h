@@ -85,6 +85,7 @@ Status launch_verify_attention(const SplitAttentionArgs& a, cudaStream_t stream)
 
 // Tensor-core tiled attention (64 query rows of one head per block; rows_per_tile, n_splits and the
 // partials are ignored, out is written directly). Needs q 16-byte aligned and q_stride % 4 == 0.
-Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+// paired: 8 warps per block over two query heads of one GQA group (needs group % 2 == 0).
+Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream, bool paired = false);
 
 }  // namespace saker::cuda::detail
