@@ -135,13 +135,6 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const SplitA
     int32_t kb, ke;
     attn_split_slice(pass_lo, pass_hi, a.n_splits, G::kKeys, split, &kb, &ke);
 
-    if (kb < ke) {
-      for (int e = threadIdx.x; e < nq * D; e += kThreads) {
-        const int qi = e / D, d = e % D;
-        const int32_t h = g * group + qi % group;
-        qs[e] = a.q[rows[qi / group].token * a.q_stride + static_cast<int64_t>(h) * D + d] * a.scale;
-      }
-    }
     for (int qi = threadIdx.x; qi < nq; qi += kThreads) {
       ms[qi] = -INFINITY;
       ls[qi] = 0.0f;
@@ -166,6 +159,13 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const SplitA
         cp_async16(vs + j * G::kStride + ch * 8, a.v_cache + offs[j] + ch * 8);
       }
       cp_async_commit();
+      if (k0 == kb) {  // the queries, pre-scaled, while the first round's copies are in flight
+        for (int e = threadIdx.x; e < nq * D; e += kThreads) {
+          const int qi = e / D, d = e % D;
+          const int32_t h = g * group + qi % group;
+          qs[e] = a.q[rows[qi / group].token * a.q_stride + static_cast<int64_t>(h) * D + d] * a.scale;
+        }
+      }
       cp_async_wait<1>();  // this thread's K copies
       __syncthreads();     // everyone's
 
