@@ -18,6 +18,7 @@
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/norm_rope.h"
+#include "ops/cuda/qk_norm_rope_kv_write.h"
 
 namespace {
 
@@ -214,6 +215,50 @@ std::vector<Row> run_layer_ops(Timer& timer, bool quick) {
                                     nullptr));
     });
     rows.push_back({"head_norm_rope q+k" + tn, ms * 1e3, gbs(2.0 * T * (kHeads + kKvHeads) * kHeadDim * 4, ms)});
+    {
+      // The fused q/k norm + rope + kv write against the three ops it replaces, over T tokens of one
+      // sequence (block size 16, identity block table).
+      constexpr int32_t BS = 16;
+      const int32_t n_blocks = static_cast<int32_t>((T + BS - 1) / BS);
+      std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+      std::iota(table.begin(), table.end(), 0);
+      std::vector<int32_t> slots(static_cast<size_t>(T));
+      std::iota(slots.begin(), slots.end(), 0);
+      const std::vector<AttentionSequence> seqs = {{table, static_cast<int32_t>(T), AttentionMask::kCausal, 0}};
+      const std::vector<int32_t> tseq(static_cast<size_t>(T), 0);
+      const AttentionBatch batch{seqs, tseq, slots, slots, {}};
+      CHECK_OK(batch.validate(n_blocks, BS));
+      std::vector<int32_t> packed;
+      cuda::DeviceAttentionBatch db;
+      db.layout = cuda::pack_attention_batch(batch, &packed);
+      db.block_size = BS;
+      int32_t* dpacked = nullptr;
+      CHECK_CUDA(cudaMalloc(&dpacked, packed.size() * sizeof(int32_t)));
+      CHECK_CUDA(cudaMemcpy(dpacked, packed.data(), packed.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+      db.data = dpacked;
+      const size_t cache_elems = static_cast<size_t>(n_blocks) * BS * kKvHeads * kHeadDim;
+      __half *kc = nullptr, *vc = nullptr;
+      CHECK_CUDA(cudaMalloc(&kc, cache_elems * sizeof(__half)));
+      CHECK_CUDA(cudaMalloc(&vc, cache_elems * sizeof(__half)));
+      const double bytes = static_cast<double>(T) * ((2.0 * (kHeads + kKvHeads) + kKvHeads) * kHeadDim * 4 +
+                                                     2.0 * kKvHeads * kHeadDim * 2);
+      ms = timer.median_ms([&] {
+        CHECK_OK(cuda::head_norm_rope(qkv, T, qkv_stride, kHeads, kHeadDim, w, 1e-6f, false, pos, rc, nullptr));
+        CHECK_OK(cuda::head_norm_rope(qkv + kHeads * kHeadDim, T, qkv_stride, kKvHeads, kHeadDim, w, 1e-6f, false, pos,
+                                      rc, nullptr));
+        CHECK_OK(cuda::kv_write(qkv + kHeads * kHeadDim, qkv + (kHeads + kKvHeads) * kHeadDim, qkv_stride, kc, vc, db,
+                                kKvHeads, kHeadDim, nullptr));
+      });
+      rows.push_back({"norm_rope q+k, kv_write (3 ops)" + tn, ms * 1e3, gbs(bytes, ms)});
+      ms = timer.median_ms([&] {
+        CHECK_OK(cuda::qk_norm_rope_kv_write(qkv, qkv_stride, kHeads, kKvHeads, kHeadDim, w, w, 1e-6f, false, pos, rc,
+                                             kc, vc, db, nullptr));
+      });
+      rows.push_back({"qk_norm_rope_kv_write fused" + tn, ms * 1e3, gbs(bytes, ms)});
+      cudaFree(kc);
+      cudaFree(vc);
+      cudaFree(dpacked);
+    }
     ms = timer.median_ms([&] { CHECK_OK(cuda::swiglu(gu, gu + kFfn, 2 * kFfn, h, T, kFfn, nullptr)); });
     rows.push_back({"swiglu 12288" + tn, ms * 1e3, gbs(3.0 * T * kFfn * 4, ms)});
     cudaFree(x);
@@ -241,23 +286,35 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  using K = cuda::AttentionKernel;
   Timer timer;
   if (quick) timer.warmup = 2, timer.runs = 20;
 
+  // Names without a kernel run the automatic choice (decode kernel for 1-7 rows at GQA 4, verify kernel
+  // for 8-64 rows, tiled for prefill); the others force one for comparison.
   std::vector<AttentionCase> cases = {
       {"decode 1 tok ctx 4096", 1, 1, 4096, false},
+      {"decode 1 tok ctx 4096 split-K", 1, 1, 4096, false, K::kSplitK},
+      {"decode 4 rows ctx 4096", 1, 4, 4096, false},
       {"decode 16 rows ctx 4096", 1, 16, 4096, false},
+      {"decode 16 rows ctx 4096 decode-k", 1, 16, 4096, false, K::kDecode},
+      {"decode 16 rows ctx 4096 split-K", 1, 16, 4096, false, K::kSplitK},
       {"decode 1 tok ctx 32768", 1, 1, 32768, false},
+      {"decode 1 tok ctx 32768 split-K", 1, 1, 32768, false, K::kSplitK},
       {"decode 16 rows ctx 32768", 1, 16, 32768, false},
       {"decode 32 seqs x ctx 4096", 32, 1, 4096, false},
+      {"decode 32 seqs x ctx 4096 split-K", 32, 1, 4096, false, K::kSplitK},
+      {"verify 64 rows ctx 4096", 1, 64, 4096, false},
+      {"verify 64 rows ctx 4096 tiled", 1, 64, 4096, false, K::kTiled},
+      {"verify 64 rows ctx 4096 split-K", 1, 64, 4096, false, K::kSplitK},
       {"prefill causal 2048", 1, 2048, 2048, true},
+      {"prefill causal 2048 tiled-pair", 1, 2048, 2048, true, K::kTiledPair},
       {"prefill causal 8192", 1, 8192, 8192, true},
-      {"prefill causal 2048 split-K f32", 1, 2048, 2048, true, cuda::AttentionKernel::kSplitK},
-      {"verify 64 rows ctx 4096 tiled", 1, 64, 4096, false, cuda::AttentionKernel::kTiled},
-      {"verify 64 rows ctx 4096 split-K", 1, 64, 4096, false, cuda::AttentionKernel::kSplitK},
+      {"prefill causal 8192 tiled-pair", 1, 8192, 8192, true, K::kTiledPair},
+      {"prefill causal 2048 split-K f32", 1, 2048, 2048, true, K::kSplitK},
   };
   if (quick) {
-    cases = {cases[0], cases[1], cases[2], cases[5]};
+    cases = {cases[0], cases[1], cases[2], cases[3], cases[4], cases[5], cases[6], cases[7], cases[11], cases[12], cases[14], cases[15]};
   }
   std::vector<Row> rows;
   for (const AttentionCase& c : cases) {

@@ -1,6 +1,7 @@
 #include "core/env.h"
 
 #include <cstdlib>
+#include <string>
 
 namespace saker {
 
@@ -13,6 +14,8 @@ const DebugEnv& debug_env() {
     e.cuda_matmul = std::getenv("SAKER_CUDA_MATMUL");
     e.cache_dir = std::getenv("SAKER_CACHE_DIR");
     e.python = std::getenv("SAKER_PYTHON");
+    e.cuda_attention = std::getenv("SAKER_CUDA_ATTENTION");
+    if (const char* u = std::getenv("SAKER_CUDA_UNFUSED")) e.cuda_unfused = std::string(u) == "1";
     if (const char* n = std::getenv("SAKER_NUM_THREADS")) e.num_threads = std::atoi(n);
     return e;
   }();

@@ -5,9 +5,14 @@
 //   SAKER_TRACE       comma-separated tensor names (or "all") for the trace hook to dump
 //   SAKER_TRACE_DIR   folder the trace hook writes tensors to (default: print summaries to stderr)
 //   SAKER_NUM_THREADS default size of the global thread pool
-//   SAKER_CUDA_MATMUL "simple": every CUDA matmul runs the simple reference kernel (to bisect kernel bugs)
+//   SAKER_CUDA_MATMUL "simple": every CUDA matmul runs the simple reference kernel; "fma": no tensor-core
+//                     kernel for 2-64 rows (to bisect kernel bugs)
+//   SAKER_CUDA_UNFUSED "1": the CUDA decoder runs q/k norm + RoPE + KV write as three ops instead of one
 //   SAKER_CACHE_DIR   folder `saker pull` keeps models in (default $XDG_CACHE_HOME/saker or ~/.cache/saker)
 //   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)
+//   SAKER_CUDA_ATTENTION comma-separated: "splitk": automatic CUDA attention never picks the decode kernel
+//                     (kDecode), "noverify": nor the verify kernel (kVerify), "notiled": nor the tiled
+//                     prefill kernel; the older split-K kernel stands in. Forced kernels are unaffected.
 
 namespace saker {
 
@@ -19,6 +24,8 @@ struct DebugEnv {
   const char* cuda_matmul = nullptr;
   const char* cache_dir = nullptr;
   const char* python = nullptr;
+  const char* cuda_attention = nullptr;
+  bool cuda_unfused = false;
 };
 
 const DebugEnv& debug_env();

@@ -112,14 +112,21 @@ void expect_case(const std::vector<SeqSpec>& specs, const Shape& sh, uint32_t se
   ASSERT_TRUE(b.batch().validate(b.n_blocks, b.block_size).ok()) << what;
   // Every case through the automatic choice and through each kernel forced.
   for (cuda::AttentionKernel k : {cuda::AttentionKernel::kAuto, cuda::AttentionKernel::kSplitK,
-                                  cuda::AttentionKernel::kTiled}) {
+                                  cuda::AttentionKernel::kTiled, cuda::AttentionKernel::kDecode,
+                                  cuda::AttentionKernel::kVerify, cuda::AttentionKernel::kTiledPair}) {
     Shape s = sh;
     s.kernel = k;
     std::string why;
     const double e = run_case(b, s, seed * 7 + 1, &why);
-    const char* name = k == cuda::AttentionKernel::kAuto ? "auto" : k == cuda::AttentionKernel::kSplitK ? "split" : "tiled";
-    std::printf("[ nmse ] %-40s %-5s %.3g\n", what.c_str(), name, e);
-    EXPECT_LT(e, k == cuda::AttentionKernel::kSplitK ? kSplitNmse : kTiledNmse) << what << " kernel " << name << " " << why;
+    const char* name = k == cuda::AttentionKernel::kAuto     ? "auto"
+                       : k == cuda::AttentionKernel::kSplitK ? "split"
+                       : k == cuda::AttentionKernel::kTiled  ? "tiled"
+                       : k == cuda::AttentionKernel::kDecode ? "decode"
+                       : k == cuda::AttentionKernel::kVerify ? "verify"
+                                                             : "tpair";
+    std::printf("[ nmse ] %-40s %-6s %.3g\n", what.c_str(), name, e);
+    const bool f32 = k == cuda::AttentionKernel::kSplitK || k == cuda::AttentionKernel::kDecode;
+    EXPECT_LT(e, f32 ? kSplitNmse : kTiledNmse) << what << " kernel " << name << " " << why;
   }
 }
 
@@ -140,6 +147,29 @@ TEST(CudaAttention, ManySequencesOneTokenEach) {
   Shape cap = Shape{};
   cap.max_ctx = 32768;  // capacity far above the lengths: most splits see no keys
   expect_case({{5, 1, kCausal}, {70, 1, kCausal}}, cap, 201, "capacity 32768");
+  cap.max_ctx = 8192;  // several decode rounds per split (more keys than the plan's capacity share)
+  expect_case({{8000, 1, kCausal}, {3, 1, kCausal}}, cap, 202, "capacity 8192 near full");
+}
+
+TEST(CudaAttention, HeadDim32Golden) {
+  SAKER_REQUIRE_GPU();
+  Shape s;
+  s.head_dim = 32;
+  s.n_head = 4;
+  s.n_head_kv = 2;
+  expect_case({{0, 20, kCausal}}, s, 210, "D 32 prefill");
+  expect_case({{19, 1, kCausal}}, s, 211, "D 32 decode");
+  expect_case({{600, 1, kCausal}, {40, 8, kCausal}}, s, 212, "D 32 decode + verify", true);
+}
+
+TEST(CudaAttention, UnsupportedHeadDimIsAnError) {
+  SAKER_REQUIRE_GPU();
+  Shape s;
+  s.head_dim = 48;
+  const BuiltBatch b = testing::build_batch({{10, 1, kCausal}}, 16, 220, false);
+  std::string why;
+  EXPECT_EQ(run_case(b, s, 221, &why), INFINITY);
+  EXPECT_NE(why.find("head_dim"), std::string::npos) << why;
 }
 
 TEST(CudaAttention, CausalPrefillWithAndWithoutPrefix) {
@@ -192,7 +222,7 @@ TEST(CudaAttention, SlidingWindowAndSoftCap) {
 TEST(CudaAttention, GqaRatiosAndHeadDims) {
   SAKER_REQUIRE_GPU();
   uint32_t seed = 800;
-  for (int32_t head_dim : {64, 128, 256}) {
+  for (int32_t head_dim : {32, 64, 80, 96, 128, 256}) {
     for (int32_t ratio : {1, 4, 8}) {
       Shape s;
       s.head_dim = head_dim;

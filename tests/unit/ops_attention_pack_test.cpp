@@ -75,6 +75,30 @@ TEST(AttentionPack, ChainsFullAndTreesMatchVisibleSlots) {
   }
 }
 
+TEST(AttentionPack, SplitSlicesPartitionTheKeyRange) {
+  for (int32_t lo : {0, 5, 1000}) {
+    for (int32_t n_keys : {-3, 0, 1, 127, 128, 129, 4096, 5000, 32768}) {
+      const int32_t hi = lo + n_keys;
+      for (int32_t n_splits : {1, 2, 3, 32, 66, 132, 512}) {
+        for (int32_t tile : {32, 64, 128, 160, 192, 256}) {
+          int32_t next = lo;
+          for (int32_t s = 0; s < n_splits; ++s) {
+            int32_t kb = 0, ke = 0;
+            cuda::attn_split_slice(lo, hi, n_splits, tile, s, &kb, &ke);
+            ASSERT_EQ(kb, next) << lo << " " << n_keys << " " << n_splits << " " << tile << " " << s;
+            ASSERT_LE(kb, ke);
+            if (ke < std::max(lo, hi)) ASSERT_EQ((ke - kb) % tile, 0);  // whole tiles until the end
+            // A slice never holds more than its fair share rounded up to a tile.
+            ASSERT_LE(ke - kb, ((std::max(n_keys, 0) + n_splits - 1) / n_splits + tile - 1) / tile * tile);
+            next = ke;
+          }
+          ASSERT_EQ(next, std::max(lo, hi));
+        }
+      }
+    }
+  }
+}
+
 TEST(AttentionPack, LayoutFollowsCountsOnly) {
   // Same token/sequence/table counts -> same layout, whatever the lengths (what a graph replay needs).
   const BuiltBatch a = testing::build_batch({{10, 1, AttentionMask::kCausal}, {20, 1, AttentionMask::kCausal}}, 16, 1, false);

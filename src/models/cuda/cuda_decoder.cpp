@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/env.h"
 #include "core/log.h"
 #include "formats/quant/codec.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/gather_rows.h"
 #include "ops/cuda/add.h"
 #include "ops/cuda/norm_rope.h"
+#include "ops/cuda/qk_norm_rope_kv_write.h"
 #include "ops/cuda/soft_cap.h"
 
 namespace saker {
@@ -295,14 +297,21 @@ Status CudaDecoder::enqueue_layers(int64_t T, const cuda::DeviceAttentionBatch& 
     float* q = qkv_;                         // [T, n_head, head_dim] inside rows of qkv_w
     float* k = qkv_ + h.q_dim();             // [T, n_head_kv, head_dim]
     const float* v = qkv_ + h.q_dim() + h.kv_dim();
-    SAKER_RETURN_IF_ERROR(cuda::head_norm_rope(q, T, qkv_w, static_cast<int32_t>(h.n_head),
-                                               static_cast<int32_t>(h.head_dim), L.q_norm, h.rms_eps, false, positions,
-                                               rope, stream_));
-    SAKER_RETURN_IF_ERROR(cuda::head_norm_rope(k, T, qkv_w, static_cast<int32_t>(h.n_head_kv),
-                                               static_cast<int32_t>(h.head_dim), L.k_norm, h.rms_eps, false, positions,
-                                               rope, stream_));
-    SAKER_RETURN_IF_ERROR(cuda::kv_write(k, v, qkv_w, kv.k[l], kv.v[l], batch, static_cast<int32_t>(h.n_head_kv),
-                                         static_cast<int32_t>(h.head_dim), stream_));
+    if (!debug_env().cuda_unfused) {  // one launch: per-head norms, RoPE, K/V into the cache
+      SAKER_RETURN_IF_ERROR(cuda::qk_norm_rope_kv_write(
+          qkv_, qkv_w, static_cast<int32_t>(h.n_head), static_cast<int32_t>(h.n_head_kv),
+          static_cast<int32_t>(h.head_dim), L.q_norm, L.k_norm, h.rms_eps, false, positions, rope, kv.k[l], kv.v[l],
+          batch, stream_));
+    } else {
+      SAKER_RETURN_IF_ERROR(cuda::head_norm_rope(q, T, qkv_w, static_cast<int32_t>(h.n_head),
+                                                 static_cast<int32_t>(h.head_dim), L.q_norm, h.rms_eps, false,
+                                                 positions, rope, stream_));
+      SAKER_RETURN_IF_ERROR(cuda::head_norm_rope(k, T, qkv_w, static_cast<int32_t>(h.n_head_kv),
+                                                 static_cast<int32_t>(h.head_dim), L.k_norm, h.rms_eps, false,
+                                                 positions, rope, stream_));
+      SAKER_RETURN_IF_ERROR(cuda::kv_write(k, v, qkv_w, kv.k[l], kv.v[l], batch, static_cast<int32_t>(h.n_head_kv),
+                                           static_cast<int32_t>(h.head_dim), stream_));
+    }
     SAKER_RETURN_IF_ERROR(cuda::attention(q, qkv_w, kv.k[l], kv.v[l], batch, local ? attn_local : attn_global, attn_,
                                           attn_ws_, attn_ws_bytes_, stream_));
     SAKER_RETURN_IF_ERROR(project_residual(L.wo, attn_, T, L.post_attn_norm));

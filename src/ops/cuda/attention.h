@@ -30,7 +30,15 @@ enum class AttentionKernel : uint8_t {
   kAuto,
   kSplitK,  // f32 flash-decoding over key splits: decode, speculative verify, any batch
   kTiled,   // f16 tensor-core tiles of 64 query rows: prefill
+  kDecode,  // f32 flash-decoding with whole key slices in flight (cp.async): decode and short verify rows
+  kVerify,  // f16 tensor-core tiles of one KV head's GQA group x up to 64 / group rows, keys split: verify
+  kTiledPair,  // kTiled with 8-warp blocks over two query heads of a GQA group sharing each K/V tile (even
+               // group; otherwise kTiled). Not chosen by kAuto yet.
 };
+
+// kAuto: kTiled for prefill-sized batches, kVerify when a sequence brings >= 32 query vectors (rows x GQA
+// group) and at most 64 rows, kDecode below that. SAKER_CUDA_ATTENTION (core/env.h) turns the automatic
+// choices off one by one: "notiled", "noverify", "splitk" (no kDecode), e.g. "noverify,splitk".
 
 struct AttentionLaunch {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;

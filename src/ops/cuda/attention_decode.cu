@@ -27,7 +27,7 @@ constexpr int kMaxRows = 64;                        // token rows per block (a u
 
 template <int D>
 struct Tile {
-  static constexpr int kKeys = 8192 / D;            // keys per tile
+  static constexpr int kKeys = split_key_tile(D);   // keys per tile
   static constexpr int kStride = D + 8;             // halves per smem row: 16-byte rows, conflict-free uint4 reads
   static constexpr int kChunks = D / 8;             // uint4 per key row
   static constexpr int kLoads = kKeys * kChunks / kThreads;  // uint4 per thread for K (and again for V)
@@ -292,7 +292,7 @@ __global__ void __launch_bounds__(128) combine_kernel(const float2* __restrict__
   if (row >= n_rows) return;
   float m = -INFINITY;
   for (int i = 0; i < n_splits; ++i) m = fmaxf(m, part_ml[i * n_rows + row].x);
-  constexpr int kPer = D / 32;
+  constexpr int kPer = (D + 31) / 32;  // lane owns elements lane + 32 k below D
   float acc[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) acc[k] = 0.0f;
@@ -300,17 +300,21 @@ __global__ void __launch_bounds__(128) combine_kernel(const float2* __restrict__
   if (m != -INFINITY) {
     for (int i = 0; i < n_splits; ++i) {
       const float2 ml = part_ml[i * n_rows + row];
-      if (ml.x == -INFINITY) continue;  // an empty slice
+      if (ml.x == -INFINITY) continue;  // an empty slice (its acc is not written)
       const float w = expf(ml.x - m);
       l += w * ml.y;
       const float* src = part_acc + (i * n_rows + row) * D;
 #pragma unroll
-      for (int k = 0; k < kPer; ++k) acc[k] += w * src[lane + 32 * k];
+      for (int k = 0; k < kPer; ++k) {
+        if (lane + 32 * k < D) acc[k] += w * src[lane + 32 * k];
+      }
     }
   }
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
 #pragma unroll
-  for (int k = 0; k < kPer; ++k) out[row * D + lane + 32 * k] = acc[k] * inv;
+  for (int k = 0; k < kPer; ++k) {
+    if (lane + 32 * k < D) out[row * D + lane + 32 * k] = acc[k] * inv;
+  }
 }
 
 template <int D>
@@ -323,26 +327,45 @@ Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
   split_attention_kernel<D><<<grid, kThreads, smem, stream>>>(a);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  if (a.n_splits > 1) {
-    const int64_t n_rows = static_cast<int64_t>(a.layout.n_tokens) * a.n_head;
-    combine_kernel<D><<<static_cast<unsigned>((n_rows + 3) / 4), 128, 0, stream>>>(a.part_ml, a.part_acc, a.n_splits,
-                                                                                 n_rows, a.out);
-    SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  }
+  return launch_split_combine(a, stream);
+}
+
+template <int D>
+Status combine(const SplitAttentionArgs& a, cudaStream_t stream) {
+  const int64_t n_rows = static_cast<int64_t>(a.layout.n_tokens) * a.n_head;
+  combine_kernel<D><<<static_cast<unsigned>((n_rows + 3) / 4), 128, 0, stream>>>(a.part_ml, a.part_acc, a.n_splits,
+                                                                               n_rows, a.out);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }
 
 }  // namespace
+
+Status launch_split_combine(const SplitAttentionArgs& a, cudaStream_t stream) {
+  if (a.n_splits <= 1) return {};
+  switch (a.head_dim) {
+    case 32: return combine<32>(a, stream);
+    case 64: return combine<64>(a, stream);
+    case 80: return combine<80>(a, stream);
+    case 96: return combine<96>(a, stream);
+    case 128: return combine<128>(a, stream);
+    case 256: return combine<256>(a, stream);
+    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
+  }
+}
 
 Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream) {
   if (a.rows_per_tile < 1 || a.rows_per_tile > kMaxRows || a.rows_per_tile * a.group > split_max_queries(a.head_dim)) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: bad rows_per_tile for the GQA group");
   }
   switch (a.head_dim) {
+    case 32: return launch<32>(a, stream);
     case 64: return launch<64>(a, stream);
+    case 80: return launch<80>(a, stream);
+    case 96: return launch<96>(a, stream);
     case 128: return launch<128>(a, stream);
     case 256: return launch<256>(a, stream);
-    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 64, 128 or 256");
+    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
   }
 }
 

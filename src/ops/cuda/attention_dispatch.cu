@@ -3,6 +3,9 @@
 // n_seqs) and the AttentionLaunch capacities, never on the lengths in device memory.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#include "core/env.h"
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/attention_kernels.h"
@@ -13,6 +16,9 @@ namespace {
 
 struct Plan {
   bool tiled = false;
+  bool decode = false;
+  bool verify = false;
+  bool paired = false;  // tiled with two query heads per block
   int32_t rows_per_tile = 1;
   int32_t n_splits = 1;
   size_t ml_bytes = 0, acc_bytes = 0;  // split-K partials, each 256-byte aligned
@@ -29,12 +35,18 @@ int sm_count() {
   return n;
 }
 
+// Automatic choices the debug switch SAKER_CUDA_ATTENTION turns off.
+bool auto_allows(const char* what) {
+  const char* v = debug_env().cuda_attention;
+  return v == nullptr || std::strstr(v, what) == nullptr;
+}
+
 Status check(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
   if (launch.n_head <= 0 || launch.n_head_kv <= 0 || launch.n_head % launch.n_head_kv != 0) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: n_head must be a positive multiple of n_head_kv");
   }
-  if (launch.head_dim != 64 && launch.head_dim != 128 && launch.head_dim != 256) {
-    return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 64, 128 or 256");
+  if (!detail::attention_head_dim_supported(launch.head_dim)) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
   }
   if (launch.n_head / launch.n_head_kv > detail::split_max_queries(launch.head_dim)) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: GQA group too large for head_dim");
@@ -56,9 +68,58 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch)
   // many rows as a sequence has on average, up to what the block holds.
   const int32_t per_seq = L.n_seqs > 0 ? (L.n_tokens + L.n_seqs - 1) / L.n_seqs : 1;
   // Tensor-core tiles pay off once a sequence brings enough query rows to fill them.
-  plan.tiled = launch.kernel == AttentionKernel::kTiled ||
-               (launch.kernel == AttentionKernel::kAuto && L.n_tokens >= 128 && per_seq >= 48);
+  // kAuto keeps the tiled kernel to the head sizes it has been measured on; forced, it runs any.
+  const bool tiled_measured = launch.head_dim == 64 || launch.head_dim == 128 || launch.head_dim == 256;
+  plan.paired = launch.kernel == AttentionKernel::kTiledPair && group % 2 == 0;
+  plan.tiled = launch.kernel == AttentionKernel::kTiled || launch.kernel == AttentionKernel::kTiledPair ||
+               (launch.kernel == AttentionKernel::kAuto && tiled_measured && L.n_tokens >= 128 && per_seq >= 48 &&
+                auto_allows("notiled"));
   if (plan.tiled) return plan;
+  // The verify kernel: one KV head's GQA group over up to 64 / group rows fills the 64 rows of its tiles.
+  plan.verify = group <= 64 && (launch.kernel == AttentionKernel::kVerify ||
+                                (launch.kernel == AttentionKernel::kAuto && per_seq * group >= 32 && per_seq <= 64 &&
+                                 auto_allows("noverify")));
+  if (plan.verify) {
+    plan.rows_per_tile = std::clamp(per_seq, 1, 64 / group);
+    const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
+    const int64_t base = n_tiles * launch.n_head_kv;
+    // Slices of >= 256 keys (four 64-key tiles through the cp.async pipeline) at the capacity length.
+    const int64_t target = 4LL * sm_count();
+    const int64_t max_by_ctx = std::max<int64_t>(1, (launch.max_ctx + 255) / 256);
+    int64_t splits = base >= target ? 1 : (target + base - 1) / base;
+    splits = std::min<int64_t>({splits, max_by_ctx, 512});
+    plan.n_splits = static_cast<int32_t>(splits);
+    if (plan.n_splits > 1) {
+      const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
+      plan.ml_bytes = align256(rows * sizeof(float2));
+      plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
+    }
+    return plan;
+  }
+  // The decode kernel holds at most kDecodeMaxQueries query vectors per block: rows of one sequence times
+  // the GQA group.
+  plan.decode = group <= detail::kDecodeMaxQueries &&
+                (launch.kernel == AttentionKernel::kDecode ||
+                 (launch.kernel == AttentionKernel::kAuto && per_seq <= 64 && auto_allows("splitk")));
+  if (plan.decode) {
+    plan.rows_per_tile = std::clamp(per_seq, 1, detail::kDecodeMaxQueries / group);
+    const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
+    const int64_t base = n_tiles * launch.n_head_kv;
+    // One slice of decode_key_tile keys per split at the capacity length, as long as the grid is below
+    // ~8 blocks per SM; beyond that, fewer splits with several rounds each.
+    const int64_t target = 8LL * sm_count();
+    const int64_t key_tile = detail::decode_key_tile(launch.head_dim);
+    const int64_t max_by_ctx = std::max<int64_t>(1, (launch.max_ctx + key_tile - 1) / key_tile);
+    int64_t splits = base >= target ? 1 : (target + base - 1) / base;
+    splits = std::min<int64_t>({splits, max_by_ctx, 512});
+    plan.n_splits = static_cast<int32_t>(splits);
+    if (plan.n_splits > 1) {
+      const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
+      plan.ml_bytes = align256(rows * sizeof(float2));
+      plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
+    }
+    return plan;
+  }
   plan.rows_per_tile = std::clamp(per_seq, 1, max_rows);
   const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
   const int64_t base = n_tiles * launch.n_head_kv;
@@ -102,7 +163,7 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
   // The tiled kernel reads q as float4; otherwise (rare) the split-K kernel without splits stands in, which
   // needs no workspace.
   const bool q_vec = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
-  if (plan.tiled && !q_vec) plan = Plan{};
+  if ((plan.tiled || plan.verify) && !q_vec) plan = Plan{};
   detail::SplitAttentionArgs a;
   a.q = q;
   a.q_stride = q_stride;
@@ -125,7 +186,9 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
     a.part_ml = static_cast<float2*>(workspace);
     a.part_acc = reinterpret_cast<float*>(static_cast<char*>(workspace) + plan.ml_bytes);
   }
-  return plan.tiled ? detail::launch_tiled_attention(a, stream) : detail::launch_split_attention(a, stream);
+  if (plan.tiled) return detail::launch_tiled_attention(a, stream, plan.paired);
+  if (plan.verify) return detail::launch_verify_attention(a, stream);
+  return plan.decode ? detail::launch_decode_attention(a, stream) : detail::launch_split_attention(a, stream);
 }
 
 }  // namespace saker::cuda

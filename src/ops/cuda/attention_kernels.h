@@ -33,8 +33,24 @@ struct SplitAttentionArgs {
 
 // Most query vectors (token rows x heads of one KV head) one split-K block holds.
 constexpr int32_t split_max_queries(int32_t head_dim) { return head_dim <= 128 ? 64 : 8192 / head_dim; }
-// Keys per shared-memory tile (16 KB of K and 16 KB of V per tile whatever the head size).
-constexpr int32_t split_key_tile(int32_t head_dim) { return 8192 / head_dim; }
+// Keys per shared-memory tile of the split-K kernel: about 16 KB of K and 16 KB of V whatever the head
+// size, rounded up so that the tile's 16-byte chunks split evenly over the block's 256 threads.
+constexpr int32_t split_key_tile(int32_t head_dim) {
+  int32_t keys = 8192 / head_dim;
+  while (keys * (head_dim / 8) % 256 != 0) ++keys;
+  return keys;
+}
+
+// Head sizes the attention kernels are instantiated for (multiples of 16).
+constexpr bool attention_head_dim_supported(int32_t head_dim) {
+  return head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128 || head_dim == 256;
+}
+
+// Keys per split of the decode kernel: K and V of one split (about 32 KB each) land in shared memory in
+// one round of cp.async, so the whole slice is in flight at once. A multiple of 32.
+constexpr int32_t decode_key_tile(int32_t head_dim) { return 16384 / head_dim >= 256 ? 256 : 16384 / head_dim / 32 * 32; }
+// Most query vectors (token rows x heads of one KV head) one decode block holds.
+constexpr int32_t kDecodeMaxQueries = 32;
 
 // Raises a kernel's dynamic shared memory limit to `bytes` (its largest launch) once per device, so a
 // launch inside CUDA graph capture makes no attribute call.
@@ -53,8 +69,23 @@ Status allow_dynamic_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t>* do
 // Split-K attention (+ the combine kernel when n_splits > 1). Correct for every mask and batch shape.
 Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream);
 
+// The combine step of split-K: out[t, h] from the n_splits partials (the (m, l) pairs and, for slices with
+// m > -inf, the unnormalised sums). No-op when n_splits == 1.
+Status launch_split_combine(const SplitAttentionArgs& a, cudaStream_t stream);
+
+// Decode attention: grid (n_splits, n_head_kv, ceil(n_tokens / rows_per_tile)), rows_per_tile * group <=
+// kDecodeMaxQueries; each block streams one slice of decode_key_tile(head_dim) keys per round into shared
+// memory with cp.async (K and V in two groups) and computes in f32. Same partials as split-K. Any mask.
+Status launch_decode_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+
+// Tensor-core verify attention: grid (n_splits, n_head_kv, ceil(n_tokens / rows_per_tile)), rows_per_tile *
+// group <= 64 query vectors (one KV head's GQA group over the tile's tokens) per block, keys split like
+// split-K (slices rounded to 64-key tiles), same partials. Needs q 16-byte aligned and q_stride % 4 == 0.
+Status launch_verify_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+
 // Tensor-core tiled attention (64 query rows of one head per block; rows_per_tile, n_splits and the
 // partials are ignored, out is written directly). Needs q 16-byte aligned and q_stride % 4 == 0.
-Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+// paired: 8 warps per block over two query heads of one GQA group (needs group % 2 == 0).
+Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream, bool paired = false);
 
 }  // namespace saker::cuda::detail

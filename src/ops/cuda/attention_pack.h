@@ -86,4 +86,18 @@ SAKER_HD int64_t attn_cache_row(const int32_t* p, const PackedAttentionLayout& L
   return static_cast<int64_t>(block) * block_size + s % block_size;
 }
 
+// Keys [kb, ke) that split `split` of n_splits covers of the range [lo, hi): the range cut into n_splits
+// equal slices rounded up to whole tiles of `tile` keys, in order, so the slices partition [lo, hi) (the
+// last ones may be empty, and every non-empty slice but the last is a whole number of tiles).
+SAKER_HD void attn_split_slice(int32_t lo, int32_t hi, int32_t n_splits, int32_t tile, int32_t split, int32_t* kb,
+                               int32_t* ke) {
+  const int32_t n_keys = hi > lo ? hi - lo : 0;
+  int64_t chunk = (static_cast<int64_t>(n_keys) + n_splits - 1) / n_splits;
+  chunk = (chunk + tile - 1) / tile * tile;
+  const int64_t b = static_cast<int64_t>(split) * chunk < n_keys ? static_cast<int64_t>(split) * chunk : n_keys;
+  const int64_t e = b + chunk < n_keys ? b + chunk : n_keys;
+  *kb = static_cast<int32_t>(lo + b);
+  *ke = static_cast<int32_t>(lo + e);
+}
+
 }  // namespace saker::cuda

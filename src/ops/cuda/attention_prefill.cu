@@ -1,6 +1,8 @@
 // Tiled flash attention on tensor cores for prefill (many query rows per sequence).
 //
-// One block = 4 warps = 64 query rows of one query head; each warp owns 16 rows. Q is converted to f16
+// One block = 4 warps = 64 query rows of one query head; each warp owns 16 rows. The paired variant
+// (HPB = 2) runs 8 warps over the same 64 rows of two query heads of one GQA group, so each K/V tile in
+// shared memory serves twice the work. Q is converted to f16
 // into shared memory once; K/V tiles of 64 keys stream through a double-buffered cp.async pipeline.
 // S = Q K^T and O += P V use mma.sync m16n8k16 (f16 in, f32 accumulate); the online softmax runs on the
 // S accumulators in registers, and the S accumulators are re-packed as the A operand of P V without a
@@ -23,10 +25,10 @@ constexpr int kRows = kWarps * 16;  // query rows per block
 constexpr int kKeys = 64;           // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int D>
+template <int D, int HPB = 1>
 struct Geo {
   static constexpr int kStride = D + 8;  // halves per smem row: 16-byte aligned rows, conflict-free ldmatrix
-  static constexpr int kQ = kRows * kStride;
+  static constexpr int kQ = HPB * kRows * kStride;  // the heads' Q tiles one after the other
   static constexpr int kKv = kKeys * kStride;
   static constexpr size_t kSmem = sizeof(__half) * (kQ + 4 * kKv);  // Q, then K0, V0, K1, V1
   static constexpr int kChunks = D / 8;  // 16-byte chunks per row
@@ -83,11 +85,11 @@ __device__ __forceinline__ bool row_sees(const SplitAttentionArgs& a, const RowI
 }
 
 // Issues the cp.async copies of keys [k0, k0 + kKeys) (zero past kend) into one K/V buffer pair.
-template <int D>
+template <int D, int HPB>
 __device__ __forceinline__ void load_kv(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0, int32_t kend,
                                         __half* ks, __half* vs) {
-  using G = Geo<D>;
-  for (int c = threadIdx.x; c < kKeys * G::kChunks; c += kThreads) {
+  using G = Geo<D, HPB>;
+  for (int c = threadIdx.x; c < kKeys * G::kChunks; c += kThreads * HPB) {
     const int j = c / G::kChunks, chunk = c % G::kChunks;
     const int32_t s = k0 + j;
     const bool valid = s < kend;
@@ -98,22 +100,27 @@ __device__ __forceinline__ void load_kv(const SplitAttentionArgs& a, int32_t seq
   }
 }
 
-template <int D>
-__global__ void __launch_bounds__(kThreads) tiled_attention_kernel(const SplitAttentionArgs a) {
-  using G = Geo<D>;
+// (Asking for two paired blocks per SM caps registers at 128 and spills in the inner loop at head_dim 128.)
+template <int D, int HPB>
+__global__ void __launch_bounds__(kThreads * HPB) tiled_attention_kernel(const SplitAttentionArgs a) {
+  using G = Geo<D, HPB>;
+  constexpr int NT = kThreads * HPB;
   extern __shared__ __align__(16) unsigned char smem[];
   __half* qs = reinterpret_cast<__half*>(smem);
   __half* kv = qs + G::kQ;  // K0, V0, K1, V1
   __shared__ RowInfo rows[kRows];
   __shared__ int32_t pass_seq, pass_rows, pass_lo, pass_hi;
 
-  const int32_t h = blockIdx.x;  // heads fastest: the heads of one row tile share K/V through L2
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int wr = warp % kWarps;  // the warp's 16 rows of the tile: wr * 16 ...
+  // Heads fastest: the heads of one row tile share K/V through L2. Warps 0-3 take head blockIdx.x * HPB,
+  // warps 4-7 (HPB = 2) the next one, of the same GQA group (the dispatcher checks group % 2 == 0).
+  const int32_t h = blockIdx.x * HPB + warp / kWarps;
   const int32_t n_tiles = gridDim.y;
   const int32_t tile = n_tiles - 1 - static_cast<int32_t>(blockIdx.y);  // causal: longest tiles first
   const int32_t g = h / a.group;
   const int32_t t0 = tile * kRows, n_tokens = a.layout.n_tokens;
   const int32_t n_here = min(kRows, n_tokens - t0);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int gid = lane >> 2, tig = lane & 3;
   const int32_t* p = a.packed;
 
@@ -146,21 +153,23 @@ __global__ void __launch_bounds__(kThreads) tiled_attention_kernel(const SplitAt
     const int32_t seq = pass_seq, n_rows = pass_rows, kb = pass_lo, ke = pass_hi;
     for (int r = 0; r < n_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
 
-    // Q rows of this pass -> f16 smem (zeros for unused rows).
-    for (int c = threadIdx.x; c < kRows * (D / 4); c += kThreads) {
-      const int r = c / (D / 4), d = (c % (D / 4)) * 4;
+    // Q rows of this pass -> f16 smem (zeros for unused rows): head hh's tile at rows hh * kRows.
+    for (int c = threadIdx.x; c < HPB * kRows * (D / 4); c += NT) {
+      const int hh = c / (kRows * (D / 4)), cc = c % (kRows * (D / 4));
+      const int r = cc / (D / 4), d = (cc % (D / 4)) * 4;
+      const int64_t head = static_cast<int64_t>(blockIdx.x) * HPB + hh;
       float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (r < n_rows) {
-        v = *reinterpret_cast<const float4*>(a.q + rows[r].token * a.q_stride + static_cast<int64_t>(h) * D + d);
+        v = *reinterpret_cast<const float4*>(a.q + rows[r].token * a.q_stride + head * D + d);
       }
-      *reinterpret_cast<uint2*>(qs + r * G::kStride + d) = make_uint2(pack_half2(v.x, v.y), pack_half2(v.z, v.w));
+      *reinterpret_cast<uint2*>(qs + (hh * kRows + r) * G::kStride + d) = make_uint2(pack_half2(v.x, v.y), pack_half2(v.z, v.w));
     }
-    if (kb < ke) load_kv<D>(a, seq, g, kb, ke, kv, kv + G::kKv);
+    if (kb < ke) load_kv<D, HPB>(a, seq, g, kb, ke, kv, kv + G::kKv);
     cp_async_commit();
     __syncthreads();
 
-    const RowInfo r0 = rows[warp * 16 + gid], r1 = rows[warp * 16 + gid + 8];
-    const bool warp_active = warp * 16 < n_rows;
+    const RowInfo r0 = rows[wr * 16 + gid], r1 = rows[wr * 16 + gid + 8];
+    const bool warp_active = wr * 16 < n_rows;
     float o[D / 8][4];
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -169,7 +178,7 @@ __global__ void __launch_bounds__(kThreads) tiled_attention_kernel(const SplitAt
     int buf = 0;
     for (int32_t k0 = kb; k0 < ke; k0 += kKeys, buf ^= 1) {
       // Prefetch the next tile into the other buffer, then wait for this one.
-      if (k0 + kKeys < ke) load_kv<D>(a, seq, g, k0 + kKeys, ke, kv + (buf ^ 1) * 2 * G::kKv, kv + (buf ^ 1) * 2 * G::kKv + G::kKv);
+      if (k0 + kKeys < ke) load_kv<D, HPB>(a, seq, g, k0 + kKeys, ke, kv + (buf ^ 1) * 2 * G::kKv, kv + (buf ^ 1) * 2 * G::kKv + G::kKv);
       cp_async_commit();
       cp_async_wait<1>();
       __syncthreads();
@@ -293,26 +302,41 @@ __global__ void __launch_bounds__(kThreads) tiled_attention_kernel(const SplitAt
   }
 }
 
-template <int D>
+template <int D, int HPB>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
   const int32_t n_tiles = (a.layout.n_tokens + kRows - 1) / kRows;
   static std::atomic<uint64_t> smem_set{0};
-  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(tiled_attention_kernel<D>, Geo<D>::kSmem, &smem_set));
-  const dim3 grid(static_cast<unsigned>(a.n_head), static_cast<unsigned>(n_tiles));
-  tiled_attention_kernel<D><<<grid, kThreads, Geo<D>::kSmem, stream>>>(a);
+  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(tiled_attention_kernel<D, HPB>, Geo<D, HPB>::kSmem, &smem_set));
+  const dim3 grid(static_cast<unsigned>(a.n_head / HPB), static_cast<unsigned>(n_tiles));
+  tiled_attention_kernel<D, HPB><<<grid, kThreads * HPB, Geo<D, HPB>::kSmem, stream>>>(a);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }
 
+template <int HPB>
+Status launch_hpb(const SplitAttentionArgs& a, cudaStream_t stream) {
+  // The tile math needs only head_dim % 16 == 0 (k16 steps of QK^T, pairs of n8 tiles of PV).
+  switch (a.head_dim) {
+    case 32: return launch<32, HPB>(a, stream);
+    case 64: return launch<64, HPB>(a, stream);
+    case 80: return launch<80, HPB>(a, stream);
+    case 96: return launch<96, HPB>(a, stream);
+    case 128: return launch<128, HPB>(a, stream);
+    case 256: return launch<256, HPB>(a, stream);
+    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
+  }
+}
+
 }  // namespace
 
-Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream) {
-  switch (a.head_dim) {
-    case 64: return launch<64>(a, stream);
-    case 128: return launch<128>(a, stream);
-    case 256: return launch<256>(a, stream);
-    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 64, 128 or 256");
+Status launch_tiled_attention(const SplitAttentionArgs& a, cudaStream_t stream, bool paired) {
+  if (paired) {
+    if (a.group % 2 != 0) {
+      return make_error(StatusCode::kInvalidArgument, "cuda attention: paired tiles need an even GQA group");
+    }
+    return launch_hpb<2>(a, stream);
   }
+  return launch_hpb<1>(a, stream);
 }
 
 }  // namespace saker::cuda::detail

@@ -1,0 +1,316 @@
+// Decode attention ("flash-decoding") tuned for few query rows per sequence.
+//
+// One block of 128 threads handles one KV head, a tile of consecutive query tokens (rows_per_tile * group
+// <= kDecodeMaxQueries query vectors) and one slice of the key range. A round loads decode_key_tile(D)
+// keys of K and of V into shared memory with cp.async in two commit groups, so the block has its whole
+// slice (about 64 KB) in flight at once and the scores start as soon as K has landed while V is still
+// arriving. The launch plan picks n_splits from the capacity max_ctx so that a slice is usually a single
+// round; splits past the real length find an empty slice and only write (m, l) = (-inf, 0).
+//
+// Arithmetic is f32 on CUDA cores (q pre-scaled in shared memory, one key per thread for the scores, pairs
+// of output elements per thread for P V). Masks go through the same per-row rule as the split-K kernel.
+#include <cfloat>
+
+#include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/cuda_check.h"
+
+namespace saker::cuda::detail {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxQ = kDecodeMaxQueries;
+constexpr int kMaxRows = 32;  // token rows per block (<= kMaxQ)
+
+template <int D>
+struct Geo {
+  static constexpr int kKeys = decode_key_tile(D);
+  static constexpr int kStride = D + 8;  // halves per smem row: 16-byte rows, conflict-free uint4 reads
+  static constexpr int kChunks = D / 8;  // uint4 per key row
+  static constexpr int kPairs = kMaxQ * (D / 2) / kThreads;  // float2 accumulators per thread
+  static_assert(kMaxQ * (D / 2) % kThreads == 0, "accumulators must split evenly");
+};
+
+struct RowInfo {
+  int32_t token;       // batch index
+  int32_t lo, hi;      // exact visible range outside a tree: [lo, hi)
+  int32_t tree_start;  // slots >= tree_start go through attn_key_visible (INT32_MAX outside a tree)
+};
+
+struct Layout {
+  size_t k, v, q, s, off, m, l, fac, rows, total;
+};
+
+template <int D>
+__host__ __device__ Layout layout_for(int32_t n_queries, int32_t n_rows) {
+  using G = Geo<D>;
+  Layout s{};
+  size_t at = 0;
+  auto take = [&at](size_t bytes) {
+    const size_t off = at;
+    at += (bytes + 15) / 16 * 16;
+    return off;
+  };
+  s.k = take(sizeof(__half) * G::kKeys * G::kStride);
+  s.v = take(sizeof(__half) * G::kKeys * G::kStride);
+  s.q = take(sizeof(float) * n_queries * D);          // pre-scaled
+  s.s = take(sizeof(float) * n_queries * G::kKeys);  // scores, then p
+  s.off = take(sizeof(int64_t) * G::kKeys);          // cache element offset of each key's row for head g
+  s.m = take(sizeof(float) * n_queries);
+  s.l = take(sizeof(float) * n_queries);
+  s.fac = take(sizeof(float) * n_queries);
+  s.rows = take(sizeof(RowInfo) * n_rows);
+  s.total = at;
+  return s;
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ bool row_sees(const SplitAttentionArgs& a, const RowInfo& r, int32_t s) {
+  if (s >= r.hi) return false;
+  if (s < r.tree_start) return s >= r.lo;
+  return attn_key_visible(a.packed, a.layout, r.token, s, a.window);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads) decode_attention_kernel(const SplitAttentionArgs a) {
+  using G = Geo<D>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int32_t split = blockIdx.x, g = blockIdx.y;
+  const int32_t t0 = blockIdx.z * a.rows_per_tile;
+  const int32_t n_tokens = a.layout.n_tokens, group = a.group;
+  const Layout sl = layout_for<D>(a.rows_per_tile * group, a.rows_per_tile);
+  __half* ks = reinterpret_cast<__half*>(smem + sl.k);
+  __half* vs = reinterpret_cast<__half*>(smem + sl.v);
+  float* qs = reinterpret_cast<float*>(smem + sl.q);
+  float* ss = reinterpret_cast<float*>(smem + sl.s);
+  int64_t* offs = reinterpret_cast<int64_t*>(smem + sl.off);
+  float* ms = reinterpret_cast<float*>(smem + sl.m);
+  float* ls = reinterpret_cast<float*>(smem + sl.l);
+  float* fs = reinterpret_cast<float*>(smem + sl.fac);
+  RowInfo* rows = reinterpret_cast<RowInfo*>(smem + sl.rows);
+  __shared__ int32_t pass_seq, pass_rows, pass_lo, pass_hi;
+  const int32_t* p = a.packed;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+  const int32_t n_here = min(a.rows_per_tile, n_tokens - t0);
+  uint64_t todo = n_here >= 64 ? ~0ull : ((1ull << n_here) - 1);
+  // A tile normally holds tokens of one sequence; otherwise each sequence present is one pass.
+  while (todo != 0) {
+    if (threadIdx.x == 0) {
+      const int leader = __ffsll(static_cast<long long>(todo)) - 1;
+      const int32_t seq = p[a.layout.token_seq + t0 + leader];
+      int32_t n = 0, lo = INT32_MAX, hi = 0;
+      for (int r = leader; r < n_here; ++r) {
+        const int32_t t = t0 + r;
+        if (!((todo >> r) & 1) || p[a.layout.token_seq + t] != seq) continue;
+        RowInfo info;
+        info.token = t;
+        attn_key_range(p, a.layout, t, a.window, &info.lo, &info.hi);
+        lo = min(lo, info.lo);
+        hi = max(hi, info.hi);
+        const bool tree = p[a.layout.seq_mask + seq] == static_cast<int32_t>(AttentionMask::kTree);
+        info.tree_start = tree ? p[a.layout.seq_tree_start + seq] : INT32_MAX;
+        if (tree && a.window > 0) info.lo = max(0, p[a.layout.token_pos + t] - a.window + 1);  // prefix rule
+        rows[n++] = info;
+      }
+      pass_seq = seq;
+      pass_rows = n;
+      pass_lo = lo;
+      pass_hi = hi;
+    }
+    __syncthreads();
+    const int32_t seq = pass_seq, n_rows = pass_rows, nq = n_rows * group;
+    for (int r = 0; r < n_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
+
+    // This split's slice of the pass's key range, in whole rounds.
+    int32_t kb, ke;
+    attn_split_slice(pass_lo, pass_hi, a.n_splits, G::kKeys, split, &kb, &ke);
+
+    for (int qi = threadIdx.x; qi < nq; qi += kThreads) {
+      ms[qi] = -INFINITY;
+      ls[qi] = 0.0f;
+    }
+    float2 acc[G::kPairs];
+#pragma unroll
+    for (int i = 0; i < G::kPairs; ++i) acc[i] = make_float2(0.0f, 0.0f);
+
+    for (int32_t k0 = kb; k0 < ke; k0 += G::kKeys) {
+      const int32_t n = min(G::kKeys, ke - k0);
+      for (int j = threadIdx.x; j < n; j += kThreads) {
+        offs[j] = (attn_cache_row(p, a.layout, seq, k0 + j, a.block_size) * a.n_head_kv + g) * D;
+      }
+      __syncthreads();  // offs ready (and, from the second round on, the previous round is done with smem)
+      for (int c = threadIdx.x; c < n * G::kChunks; c += kThreads) {
+        const int j = c / G::kChunks, ch = c % G::kChunks;
+        cp_async16(ks + j * G::kStride + ch * 8, a.k_cache + offs[j] + ch * 8);
+      }
+      cp_async_commit();
+      for (int c = threadIdx.x; c < n * G::kChunks; c += kThreads) {
+        const int j = c / G::kChunks, ch = c % G::kChunks;
+        cp_async16(vs + j * G::kStride + ch * 8, a.v_cache + offs[j] + ch * 8);
+      }
+      cp_async_commit();
+      if (k0 == kb) {  // the queries, pre-scaled, while the first round's copies are in flight
+        for (int e = threadIdx.x; e < nq * D; e += kThreads) {
+          const int qi = e / D, d = e % D;
+          const int32_t h = g * group + qi % group;
+          qs[e] = a.q[rows[qi / group].token * a.q_stride + static_cast<int64_t>(h) * D + d] * a.scale;
+        }
+      }
+      cp_async_wait<1>();  // this thread's K copies
+      __syncthreads();     // everyone's
+
+      // Scores: one key per thread, every query vector of the pass (q broadcast from smem).
+      for (int j = threadIdx.x; j < G::kKeys; j += kThreads) {
+        float dot[kMaxQ];
+#pragma unroll
+        for (int qi = 0; qi < kMaxQ; ++qi) dot[qi] = 0.0f;
+        if (j < n) {
+          const __half* kr = ks + j * G::kStride;
+#pragma unroll 2
+          for (int c = 0; c < D; c += 8) {
+            const uint4 raw = *reinterpret_cast<const uint4*>(kr + c);
+            const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
+            const float2 k01 = __half22float2(h2[0]), k23 = __half22float2(h2[1]);
+            const float2 k45 = __half22float2(h2[2]), k67 = __half22float2(h2[3]);
+#pragma unroll
+            for (int qi = 0; qi < kMaxQ; ++qi) {
+              if (qi < nq) {
+                const float4 qa = *reinterpret_cast<const float4*>(qs + qi * D + c);
+                const float4 qb = *reinterpret_cast<const float4*>(qs + qi * D + c + 4);
+                dot[qi] += qa.x * k01.x + qa.y * k01.y + qa.z * k23.x + qa.w * k23.y + qb.x * k45.x + qb.y * k45.y +
+                           qb.z * k67.x + qb.w * k67.y;
+              }
+            }
+          }
+        }
+#pragma unroll
+        for (int qi = 0; qi < kMaxQ; ++qi) {
+          if (qi < nq) {
+            float x = -INFINITY;
+            if (j < n && row_sees(a, rows[qi / group], k0 + j)) {
+              x = dot[qi];
+              if (a.soft_cap > 0.0f) x = a.soft_cap * tanhf(x / a.soft_cap);
+            }
+            ss[qi * G::kKeys + j] = x;
+          }
+        }
+      }
+      __syncthreads();
+
+      // Online softmax, one warp per query vector.
+      for (int qi = warp; qi < nq; qi += kWarps) {
+        float* row = ss + qi * G::kKeys;
+        float mx = -INFINITY;
+        for (int j = lane; j < G::kKeys; j += 32) mx = fmaxf(mx, row[j]);
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        const float m_old = ms[qi];
+        const float m_new = fmaxf(m_old, mx);
+        float sum = 0.0f;
+        for (int j = lane; j < G::kKeys; j += 32) {
+          const float pj = m_new == -INFINITY ? 0.0f : expf(row[j] - m_new);
+          row[j] = pj;
+          sum += pj;
+        }
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0) {
+          const float fac = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
+          fs[qi] = fac;
+          ls[qi] = ls[qi] * fac + sum;
+          ms[qi] = m_new;
+        }
+      }
+      cp_async_wait<0>();  // this thread's V copies
+      __syncthreads();     // everyone's, and p / fac
+
+      // acc = acc * fac + P V over the n keys of the round; each thread owns pairs of output elements.
+#pragma unroll
+      for (int i = 0; i < G::kPairs; ++i) {
+        const int e = threadIdx.x + i * kThreads;  // pair index over [nq, D / 2]
+        if (e < nq * (D / 2)) {
+          const int qi = e / (D / 2), d = (e % (D / 2)) * 2;
+          const float* prow = ss + qi * G::kKeys;
+          const float fac = fs[qi];
+          float2 r = make_float2(acc[i].x * fac, acc[i].y * fac);
+#pragma unroll 8
+          for (int j = 0; j < n; ++j) {
+            const float pj = prow[j];
+            const float2 v = __half22float2(*reinterpret_cast<const __half2*>(vs + j * G::kStride + d));
+            r.x += pj * v.x;
+            r.y += pj * v.y;
+          }
+          acc[i] = r;
+        }
+      }
+      __syncthreads();  // smem is rewritten by the next round
+    }
+
+    // Results of the pass. An empty slice writes only (m, l) = (-inf, 0): the combine skips its sums.
+#pragma unroll
+    for (int i = 0; i < G::kPairs; ++i) {
+      const int e = threadIdx.x + i * kThreads;
+      if (e < nq * (D / 2)) {
+        const int qi = e / (D / 2), d = (e % (D / 2)) * 2;
+        const int64_t t = rows[qi / group].token;
+        const int64_t h = g * group + qi % group;
+        if (a.n_splits == 1) {
+          const float l = ls[qi];
+          const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
+          *reinterpret_cast<float2*>(a.out + (t * a.n_head + h) * D + d) = make_float2(acc[i].x * inv, acc[i].y * inv);
+        } else if (kb < ke) {
+          const int64_t idx = (static_cast<int64_t>(split) * n_tokens + t) * a.n_head + h;
+          *reinterpret_cast<float2*>(a.part_acc + idx * D + d) = acc[i];
+        }
+      }
+    }
+    if (a.n_splits > 1) {
+      for (int qi = threadIdx.x; qi < nq; qi += kThreads) {
+        const int64_t t = rows[qi / group].token, h = g * group + qi % group;
+        a.part_ml[(static_cast<int64_t>(split) * n_tokens + t) * a.n_head + h] =
+            kb < ke ? make_float2(ms[qi], ls[qi]) : make_float2(-INFINITY, 0.0f);
+      }
+    }
+    __syncthreads();  // rows/qs/ms are rewritten by the next pass
+  }
+}
+
+template <int D>
+Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
+  const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
+  const size_t smem = layout_for<D>(a.rows_per_tile * a.group, a.rows_per_tile).total;
+  static std::atomic<uint64_t> smem_set{0};
+  const size_t max_smem = layout_for<D>(kMaxQ, kMaxRows).total;
+  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(decode_attention_kernel<D>, max_smem, &smem_set));
+  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
+  decode_attention_kernel<D><<<grid, kThreads, smem, stream>>>(a);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return launch_split_combine(a, stream);
+}
+
+}  // namespace
+
+Status launch_decode_attention(const SplitAttentionArgs& a, cudaStream_t stream) {
+  if (a.rows_per_tile < 1 || a.rows_per_tile > kMaxRows || a.rows_per_tile * a.group > kMaxQ) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: bad rows_per_tile for the decode kernel");
+  }
+  switch (a.head_dim) {
+    case 32: return launch<32>(a, stream);
+    case 64: return launch<64>(a, stream);
+    case 80: return launch<80>(a, stream);
+    case 96: return launch<96>(a, stream);
+    case 128: return launch<128>(a, stream);
+    case 256: return launch<256>(a, stream);
+    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
+  }
+}
+
+}  // namespace saker::cuda::detail

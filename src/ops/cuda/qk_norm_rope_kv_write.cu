@@ -1,0 +1,124 @@
+// Fused q/k per-head RMSNorm + RoPE + KV cache write. Grid (n_tokens, head groups): a block builds its
+// token's cos/sin table (angles in double, like head_norm_rope) once, then each of its 8 warps takes whole
+// heads of the fused row (q heads, k heads, v heads in row order). Few tokens: one head per warp, so a
+// decode step spreads its heads over many blocks instead of one; many tokens: a block covers every head
+// of its token and the table is built once per token.
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/qk_norm_rope_kv_write.h"
+#include "ops/cuda/reduce.cuh"
+
+namespace saker::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxHeadDim = 512;
+
+__global__ void __launch_bounds__(kThreads)
+    qk_norm_rope_kv_write_kernel(float* qkv, int64_t token_stride, int32_t n_head, int32_t n_head_kv, int32_t head_dim,
+                                 int32_t heads_per_block, const float* __restrict__ q_norm_w,
+                                 const float* __restrict__ k_norm_w, float eps, float bias,
+                                 const int32_t* __restrict__ positions, bool neox, int32_t n_rot, float theta_base,
+                                 float freq_scale, const float* __restrict__ freq_factors, __half* __restrict__ k_cache,
+                                 __half* __restrict__ v_cache, const int32_t* __restrict__ p, PackedAttentionLayout L,
+                                 int32_t block_size) {
+  __shared__ float2 cs[kMaxHeadDim / 2];
+  __shared__ float rowbuf[kWarps][kMaxHeadDim];
+  const int64_t t = blockIdx.x;
+  const int32_t h_begin = blockIdx.y * heads_per_block;
+  const int32_t h_end = min(h_begin + heads_per_block, n_head + 2 * n_head_kv);
+  const int32_t n_pairs = n_rot / 2;
+  if (h_begin < n_head + n_head_kv) {  // the block rotates some q or k head
+    const double pos = static_cast<double>(positions[t]);
+    for (int k = threadIdx.x; k < n_pairs; k += kThreads) {
+      double inv_freq = static_cast<double>(freq_scale) *
+                        pow(static_cast<double>(theta_base), -2.0 * static_cast<double>(k) / n_rot);
+      if (freq_factors) inv_freq /= static_cast<double>(freq_factors[k]);
+      double s, c;
+      sincos(pos * inv_freq, &s, &c);
+      cs[k] = make_float2(static_cast<float>(c), static_cast<float>(s));
+    }
+  }
+  const int32_t seq = p[L.token_seq + t], slot = p[L.token_slot + t];
+  const int64_t row_elems = static_cast<int64_t>(n_head_kv) * head_dim;
+  const int64_t dst = attn_cache_row(p, L, seq, slot, block_size) * row_elems;
+  __syncthreads();
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float* r = rowbuf[warp];
+  float* row = qkv + t * token_stride;
+  for (int32_t h = h_begin + warp; h < h_end; h += kWarps) {
+    float* xh = row + static_cast<int64_t>(h) * head_dim;  // q, k and v heads follow each other in the row
+    if (h >= n_head + n_head_kv) {                          // v: cache write only
+      __half* vd = v_cache + dst + static_cast<int64_t>(h - n_head - n_head_kv) * head_dim;
+      for (int i = lane; i < head_dim; i += 32) vd[i] = __float2half_rn(xh[i]);
+      continue;
+    }
+    const bool is_q = h < n_head;
+    const float* norm_w = is_q ? q_norm_w : k_norm_w;
+    float ss = 0.0f;
+    for (int i = lane; i < head_dim; i += 32) {
+      const float v = xh[i];
+      r[i] = v;
+      ss += v * v;
+    }
+    if (norm_w) {
+      const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(head_dim) + eps);
+      for (int i = lane; i < head_dim; i += 32) r[i] = r[i] * inv * (norm_w[i] + bias);
+    }
+    __syncwarp();
+    for (int k = lane; k < n_pairs; k += 32) {
+      const int i0 = neox ? k : 2 * k, i1 = neox ? k + n_pairs : 2 * k + 1;
+      const float x0 = r[i0], x1 = r[i1];
+      const float2 c = cs[k];
+      r[i0] = x0 * c.x - x1 * c.y;
+      r[i1] = x0 * c.y + x1 * c.x;
+    }
+    __syncwarp();
+    if (is_q) {
+      for (int i = lane; i < head_dim; i += 32) xh[i] = r[i];
+    } else {
+      __half* kd = k_cache + dst + static_cast<int64_t>(h - n_head) * head_dim;
+      for (int i = lane; i < head_dim; i += 32) {
+        xh[i] = r[i];
+        kd[i] = __float2half_rn(r[i]);
+      }
+    }
+    __syncwarp();  // r is reused by this warp's next head
+  }
+}
+
+}  // namespace
+
+Status qk_norm_rope_kv_write(float* qkv, int64_t token_stride, int32_t n_head, int32_t n_head_kv, int32_t head_dim,
+                             const float* q_norm_w, const float* k_norm_w, float eps, bool add_one,
+                             const int32_t* positions, const RopeConfig& rope, __half* k_cache, __half* v_cache,
+                             const DeviceAttentionBatch& batch, cudaStream_t stream) {
+  const int32_t n_tokens = batch.layout.n_tokens;
+  if (n_tokens <= 0) return {};
+  const int32_t n_rot = rope.n_rot == 0 ? head_dim : rope.n_rot;
+  if (n_head <= 0 || n_head_kv <= 0 || head_dim <= 0 || head_dim > kMaxHeadDim || n_rot < 0 || n_rot > head_dim ||
+      n_rot % 2 != 0 || batch.block_size <= 0) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "cuda qk_norm_rope_kv_write: head_dim must be in [1, 512], n_rot even and <= head_dim");
+  }
+  const int32_t n_all = n_head + 2 * n_head_kv;
+  if (token_stride < static_cast<int64_t>(n_all) * head_dim) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "cuda qk_norm_rope_kv_write: token_stride below (n_head + 2 n_head_kv) * head_dim");
+  }
+  if (!(rope.theta_base > 0.0f) || !(rope.freq_scale > 0.0f) || !(eps >= 0.0f)) {
+    return make_error(StatusCode::kInvalidArgument, "cuda qk_norm_rope_kv_write: theta_base and freq_scale must be > 0");
+  }
+  // Few tokens: one head per warp over many blocks; many: one block per token (one table per token).
+  const int32_t heads_per_block = n_tokens < 64 ? kWarps : n_all;
+  const dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>((n_all + heads_per_block - 1) / heads_per_block));
+  qk_norm_rope_kv_write_kernel<<<grid, kThreads, 0, stream>>>(
+      qkv, token_stride, n_head, n_head_kv, head_dim, heads_per_block, q_norm_w, k_norm_w, eps, add_one ? 1.0f : 0.0f,
+      positions, rope.neox, n_rot, rope.theta_base, rope.freq_scale, rope.freq_factors, k_cache, v_cache, batch.data,
+      batch.layout, batch.block_size);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return {};
+}
+
+}  // namespace saker::cuda
