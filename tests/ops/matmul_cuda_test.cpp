@@ -1,6 +1,7 @@
 // CUDA matmul and embedding vs the ref ops, for every weight dtype: decode rows (fast kernels), misaligned
 // activations (the simple kernel), prefill rows (cuBLAS), stacked parts, accumulate, padded output rows.
 // Outputs are poisoned with NaN first, so an element never written fails, and padding must stay NaN.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -243,6 +244,26 @@ TEST(CudaMatmul, PrefillRowsMatchRef) {
       s.out_pad = rows == 65 ? 0 : 7;
       s.parts = 2;
       EXPECT_LT(run_matmul(**ctx, c.type, s, seed++), c.prefill_tol) << describe(c.type, s);
+    }
+  }
+}
+
+// A context made for prefill also serves decode/verify rows through cuBLAS where that is faster (F16/BF16 at
+// every width, quantized weights from 16 rows): those rows carry the GEMM path's rounding.
+TEST(CudaMatmul, LibraryDecodeRowsMatchRef) {
+  SAKER_REQUIRE_GPU();
+  auto ctx = cuda::MatmulContext::create(512, 512, 64);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 3000;
+  for (const TypeCase& c : kCases) {
+    for (int64_t rows : {1, 3, 16, 64}) {
+      RunSpec s;
+      s.rows = rows;
+      s.accumulate = rows == 3 || rows == 64;
+      s.out_pad = rows == 16 ? 5 : 0;
+      s.parts = rows == 64 ? 2 : 1;
+      const double tol = std::max(c.decode_tol, c.prefill_tol);
+      EXPECT_LT(run_matmul(**ctx, c.type, s, seed++), tol) << describe(c.type, s);
     }
   }
 }

@@ -419,7 +419,10 @@ Status CudaDecoder::run_chunk(const ForwardBatch& fb, const DeviceKv& kv, float*
 
   const bool use_graph = options_.cuda_graphs && T <= kGraphMaxTokens && T <= matmul_->max_kernel_rows() &&
                          n_out <= head_rows_;
-  if (use_graph) {
+  // A shape runs eagerly the first time (library kernels load lazily, which must not happen inside a
+  // capture) and is captured the second time, then replayed.
+  const bool seen = use_graph && !seen_shapes_.insert(s).second;
+  if (use_graph && seen) {
     auto it = graphs_.find(s);
     if (it == graphs_.end()) {
       cudaGraph_t graph = nullptr;

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -126,6 +127,7 @@ class CudaDecoder : public Model {
   std::mutex mutex_;  // one forward at a time: the activations, the stream and the graphs are shared
   std::map<const void*, std::unique_ptr<DeviceKv>> kv_;
   std::map<StepShape, cudaGraphExec_t> graphs_;
+  std::set<StepShape> seen_shapes_;  // shapes run once eagerly; captured on their second step
 };
 
 }  // namespace saker

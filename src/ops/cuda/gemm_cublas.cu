@@ -35,6 +35,7 @@ class CudaMatmulContext final : public MatmulContext {
     cudaFree(w_scratch_);
   }
   int64_t max_kernel_rows() const override { return kKernelRows; }
+  bool has_library() const { return handle_ != nullptr; }
 
   Status init(int64_t max_rows, int64_t max_n_in, int64_t max_n_out) {
     max_rows_ = max_rows;
@@ -116,6 +117,8 @@ Result<std::unique_ptr<MatmulContext>> MatmulContext::create(int64_t max_rows, i
 }
 
 namespace detail {
+
+bool gemm_available(const MatmulContext& ctx) { return static_cast<const CudaMatmulContext&>(ctx).has_library(); }
 
 Status gemm_prefill(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows, float* out,
                     int64_t out_stride, bool accumulate, cudaStream_t stream) {

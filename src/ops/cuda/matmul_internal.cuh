@@ -77,6 +77,8 @@ Status launch_convert_f32(const float* src, int64_t n, DType to, void* dst, cuda
 namespace saker::cuda::detail {
 
 // Prefill (rows > max_kernel_rows()) through cuBLAS; ctx is the MatmulContext made by MatmulContext::create.
+// True when the context holds a cuBLAS handle and scratch (made for more than decode rows).
+bool gemm_available(const MatmulContext& ctx);
 Status gemm_prefill(MatmulContext& ctx, const DeviceMatrix& w,
                     const float* x,  // [rows, n_in] f32
                     int64_t rows,
