@@ -67,9 +67,11 @@ if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   else
     [ -x "$BIN/matmul_cuda_bench" ] && timeout 200 "$BIN/matmul_cuda_bench" > "$OUT/matmul_bench.txt" 2>&1
     [ -x "$BIN/attention_cuda_bench" ] && timeout 100 "$BIN/attention_cuda_bench" > "$OUT/attention_bench.txt" 2>&1
-    bench_model 8b f16
-    bench_model 8b q4_k_m
-    bench_model 32b q4_k_m -p 512,2048 --decode-ctx 0,4096 -r 5
+    # SAKER_BENCH_SET="8b:f16 8b:q4_k_m" picks the models (default: the table plus 32B Q4_K_M).
+    for spec in ${SAKER_BENCH_SET:-8b:f16 8b:q4_k_m 32b:q4_k_m}; do
+      if [ "${spec%%:*}" = 32b ]; then bench_model 32b "${spec#*:}" -p 512,2048 --decode-ctx 0,4096 -r 5
+      else bench_model "${spec%%:*}" "${spec#*:}"; fi
+    done
   fi
   tail -25 "$OUT/matmul_bench.txt" 2>/dev/null
   tail -15 "$OUT/attention_bench.txt" 2>/dev/null
