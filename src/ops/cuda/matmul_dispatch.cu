@@ -156,13 +156,15 @@ void free_matrix(DeviceMatrix* m) {
   *m = DeviceMatrix{};
 }
 
-// Measured on the H200 (saker bench, Qwen3-8B geometry): cuBLAS's f16/bf16 GEMV/GEMM with the activations
-// rounded to the weight's type reads F16/BF16 weights faster than the hand-written kernels at every decode
-// and verify width, and for 16+ rows dequantising a quantized matrix to f16 and calling it beats the
-// tensor-core kernel. Both are capture-safe: the handle has a fixed workspace and the scratch is preallocated.
+// Measured on the H200 (saker bench, Qwen3-8B geometry, whole decode steps in CUDA graphs): cuBLAS's
+// f16/bf16 GEMV/GEMM with the activations rounded to the weight's type beats the hand-written kernels on
+// F16/BF16 weights at every decode and verify width (tg128 148.6 -> 174.4 tok/s, 64 rows 7.6x -> 2.4x one
+// row). For Q4_K_M, dequantising to f16 and calling it loses to the tensor-core kernel at 16 rows (20.5 vs
+// 13.0 ms a step), ties at 32 and wins at 64 (25.7 vs 44.4 ms). Both library paths are capture-safe: the
+// handle has a fixed workspace and the scratch is preallocated.
 bool library_beats_kernels(const DeviceMatrix& w, int64_t rows) {
   if (w.type == DType::kF16 || w.type == DType::kBF16) return true;
-  return w.type != DType::kF32 && rows >= 16;
+  return w.type != DType::kF32 && rows >= 32;
 }
 
 Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows, float* out,
