@@ -10,9 +10,9 @@
 //   SAKER_CUDA_UNFUSED "1": the CUDA decoder runs q/k norm + RoPE + KV write as three ops instead of one
 //   SAKER_CACHE_DIR   folder `saker pull` keeps models in (default $XDG_CACHE_HOME/saker or ~/.cache/saker)
 //   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)
-//   SAKER_CUDA_ATTENTION comma-separated: "splitk": automatic CUDA attention never picks the decode kernel
-//                     (kDecode), "noverify": nor the verify kernel (kVerify), "notiled": nor the tiled
-//                     prefill kernel; the older split-K kernel stands in. Forced kernels are unaffected.
+//   SAKER_CUDA_ATTENTION comma-separated: "decode": automatic CUDA attention picks the flash-decode kernel
+//                     (kDecode) for 1-7 rows instead of split-K; "noverify": never the verify kernel (kVerify);
+//                     "notiled": never the tiled prefill kernel. Forced kernels are unaffected.
 
 namespace saker {
 

@@ -37,8 +37,9 @@ enum class AttentionKernel : uint8_t {
 };
 
 // kAuto: kTiled for prefill-sized batches, kVerify when a sequence brings >= 32 query vectors (rows x GQA
-// group) and at most 64 rows, kDecode below that. SAKER_CUDA_ATTENTION (core/env.h) turns the automatic
-// choices off one by one: "notiled", "noverify", "splitk" (no kDecode), e.g. "noverify,splitk".
+// group) and at most 64 rows, kSplitK below that (measured faster than kDecode on the H200). The switch
+// SAKER_CUDA_ATTENTION (core/env.h) changes the automatic choices: "notiled", "noverify", "decode" (kDecode
+// for 1-7 rows), e.g. "noverify,decode".
 
 struct AttentionLaunch {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;

@@ -98,9 +98,12 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch)
   }
   // The decode kernel holds at most kDecodeMaxQueries query vectors per block: rows of one sequence times
   // the GQA group.
+  // Automatic choice keeps the split-K kernel for 1-7 rows: measured on the H200 (attention_cuda_bench, 32/8
+  // heads, d 128) it beats the decode kernel at every context (ctx 4096: 31.7 vs 51.3 us; 32768: 132 vs 234;
+  // 32 sequences x 4096: 346 vs 511). SAKER_CUDA_ATTENTION=decode opts back in.
   plan.decode = group <= detail::kDecodeMaxQueries &&
                 (launch.kernel == AttentionKernel::kDecode ||
-                 (launch.kernel == AttentionKernel::kAuto && per_seq <= 64 && auto_allows("splitk")));
+                 (launch.kernel == AttentionKernel::kAuto && per_seq <= 64 && !auto_allows("decode")));
   if (plan.decode) {
     plan.rows_per_tile = std::clamp(per_seq, 1, detail::kDecodeMaxQueries / group);
     const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
