@@ -11,6 +11,7 @@
 #include "models/convert.h"
 #include "models/model.h"
 #include "golden/logit_metrics.h"
+#include "golden/reference_tensors.h"
 #include "test_paths.h"
 
 namespace saker {
@@ -18,6 +19,7 @@ namespace {
 
 using testing::max_rel_error;
 using testing::mean_kl;
+using testing::read_tensor;
 using testing::top1_agreement;
 
 struct Reference {
@@ -27,17 +29,6 @@ struct Reference {
   std::vector<int32_t> greedy_prompt, greedy_tokens;
   std::vector<float> greedy_margin;
 };
-
-template <typename T>
-std::vector<T> read_tensor(const SafetensorsFile& f, const std::string& name) {
-  const SafetensorsTensorInfo* info = f.find_tensor(name);
-  EXPECT_NE(info, nullptr) << name;
-  if (!info) return {};
-  auto bytes = f.tensor_bytes(*info);
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
 
 Reference load_reference(const std::filesystem::path& folder) {
   auto f = SafetensorsFile::open((folder / "reference.safetensors").string());

@@ -10,6 +10,7 @@
 #include "engine/kv_cache.h"
 #include "formats/safetensors.h"
 #include "golden/logit_metrics.h"
+#include "golden/reference_tensors.h"
 #include "models/convert.h"
 #include "models/model.h"
 #include "ops/device_info.h"
@@ -20,6 +21,7 @@ namespace {
 
 using testing::max_rel_error;
 using testing::mean_kl;
+using testing::read_tensor;
 using testing::top1_agreement;
 
 #define REQUIRE_GPU()                                                            \
@@ -27,17 +29,6 @@ using testing::top1_agreement;
     std::string why_;                                                            \
     if (cuda_devices(&why_).empty()) GTEST_SKIP() << "no GPU: " << why_;         \
   } while (0)
-
-template <typename T>
-std::vector<T> read_tensor(const SafetensorsFile& f, const std::string& name) {
-  const SafetensorsTensorInfo* info = f.find_tensor(name);
-  EXPECT_NE(info, nullptr) << name;
-  if (!info) return {};
-  auto bytes = f.tensor_bytes(*info);
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
 
 struct Loaded {
   std::shared_ptr<const ModelWeights> weights;
