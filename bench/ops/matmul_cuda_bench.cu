@@ -56,18 +56,24 @@ std::vector<uint8_t> random_weights(DType type, int64_t n_out, int64_t n_in, uin
   return w;
 }
 
+// Whether matmul() takes the int8-activation dp4a kernels for these rows (as matmul_dispatch.cu decides).
+bool takes_q8(const cuda::DeviceMatrix& w, const float* x, int64_t rows, const char* env_path) {
+  if (env_path != nullptr && (std::strcmp(env_path, "fma") == 0 || std::strcmp(env_path, "simple") == 0)) return false;
+  return rows <= cuda::detail::kQ8MaxRows && cuda::detail::matvec_q8_supported(w, x, rows, 64, w.n_in);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  const std::vector<DType> types = quick ? std::vector<DType>{DType::kF16, DType::kQ4_K}
+  const std::vector<DType> types = quick ? std::vector<DType>{DType::kF16, DType::kQ4_K, DType::kQ6_K}
                                          : std::vector<DType>{DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K,
                                                               DType::kQ6_K, DType::kQ5_K, DType::kIQ4_XS, DType::kQ4_0};
   const std::vector<std::pair<int64_t, int64_t>> base_shapes =
       quick ? std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}}
             : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}, {4096, 12288}};
   const std::vector<int64_t> row_counts =
-      quick ? std::vector<int64_t>{1, 8, 64, 512} : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 512, 2048};
+      quick ? std::vector<int64_t>{1, 2, 4, 8, 64, 512} : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 512, 2048};
   const int64_t max_rows = 2048, max_n_in = 12288;
   auto ctx = cuda::MatmulContext::create(max_rows, max_n_in, 151936);
   if (!ctx.ok()) {
@@ -129,7 +135,9 @@ int main(int argc, char** argv) {
         const double e = den > 0 ? num / den : num;
         // The tensor-core path rounds x and weights to f16 (bf16) like the prefill GEMM; the FMA path is f32.
         const bool mma = cuda::detail::matmul_mma_supported(mats[0], x, rows);
-        const double tol = mma ? (type == DType::kBF16 ? 1e-4 : 1e-5) : 1e-8;
+        // The dp4a path rounds x to int8 per 32 elements.
+        const bool q8 = takes_q8(mats[0], x, rows, env_path);
+        const double tol = q8 ? 2e-4 : mma ? (type == DType::kBF16 ? 1e-4 : 1e-5) : 1e-8;
         if (!(e < tol)) {
           std::fprintf(stderr, "MISMATCH %s %lldx%lld: nmse %.3g vs simple kernel\n", std::string(dtype_name(type)).c_str(),
                        (long long)n_out, (long long)n_in, e);
@@ -161,6 +169,7 @@ int main(int argc, char** argv) {
         const bool fma_only = env_path != nullptr && std::strcmp(env_path, "fma") == 0;
         const char* path = env_path != nullptr && std::strcmp(env_path, "simple") == 0 ? "simple"
                            : rows > 64                                              ? "gemm"
+                           : takes_q8(mats[0], x, rows, env_path)                   ? "q8dp4a"
                            : !fma_only && cuda::detail::matmul_mma_supported(mats[0], x, rows) ? "mma"
                                                                                               : "fma";
         std::printf("%-7s %6lldx%-6lld rows %5lld  %-6s %8.4f ms  %7.1f GB/s  %5.1f%%  %7.2f TFLOP/s\n",

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <cstring>
+
+#include "core/env.h"
 #include "formats/quant/codec.h"
 #include "ops/cuda/matmul.h"
 #include "ops/cuda_test_util.h"
@@ -46,7 +49,20 @@ bool takes_mma(DType type, int64_t rows) {
     default: return false;
   }
 }
-double row_tol(const TypeCase& c, int64_t rows) { return takes_mma(c.type, rows) ? c.prefill_tol : c.decode_tol; }
+
+// Whether matmul() sends `rows` rows (aligned x, n_in a multiple of 256) to the int8-activation dp4a kernels:
+// Q4_K / Q5_K / Q6_K at 1-8 rows unless SAKER_CUDA_MATMUL is fma or simple. They round x to int8 per 32
+// elements, so they get kQ8Tol instead of the f32 decode tolerance; fma / simple runs keep the tight bounds.
+constexpr double kQ8Tol = 2e-4;
+bool takes_q8(DType type, int64_t rows) {
+  const char* env = debug_env().cuda_matmul;
+  if (env != nullptr && (std::strcmp(env, "fma") == 0 || std::strcmp(env, "simple") == 0)) return false;
+  return (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) && rows >= 1 && rows <= 8;
+}
+double row_tol(const TypeCase& c, int64_t rows) {
+  if (takes_q8(c.type, rows)) return kQ8Tol;
+  return takes_mma(c.type, rows) ? c.prefill_tol : c.decode_tol;
+}
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
@@ -202,7 +218,33 @@ TEST(CudaMatmul, VerifyRowsTensorCoreMatchRef) {
       s.accumulate = rows % 4 < 2;
       s.out_pad = rows % 5;
       s.parts = 1 + rows % 3;
-      EXPECT_LT(run_matmul(**ctx, c.type, s, seed++), c.prefill_tol) << describe(c.type, s);
+      // Q4_K / Q5_K / Q6_K at 2-8 rows take the dp4a kernels by default: the int8-activation bound there.
+      EXPECT_LT(run_matmul(**ctx, c.type, s, seed++), takes_q8(c.type, rows) ? kQ8Tol : c.prefill_tol)
+          << describe(c.type, s);
+    }
+  }
+}
+
+// The int8-activation dp4a decode kernels (Q4_K, Q5_K, Q6_K, 1-8 rows; every row tile R = 1, 2, 4, 8 and
+// partial tiles): odd n_out, one to sixteen 256-element blocks per row, accumulate, padded out_stride, stacked parts.
+TEST(CudaMatmul, DecodeRowsInt8ActivationsMatchRef) {
+  SAKER_REQUIRE_GPU();
+  auto ctx = cuda::MatmulContext::create(8, 4096, 301);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 900;
+  for (DType type : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    for (int64_t rows = 1; rows <= 8; ++rows) {
+      for (int variant = 0; variant < 3; ++variant) {
+        RunSpec s;
+        s.rows = rows;
+        s.n_out = variant == 0 ? 37 : (variant == 1 ? 301 : 5);
+        s.n_in = variant == 0 ? 256 : (variant == 1 ? 2048 : 4096);
+        s.accumulate = (rows + variant) % 2 == 1;
+        s.out_pad = variant == 2 ? 0 : 3;
+        s.parts = 1 + (rows + variant) % 3;
+        const double e = run_matmul(**ctx, type, s, seed++);
+        EXPECT_LT(e, takes_q8(type, rows) ? kQ8Tol : 1e-5) << describe(type, s);
+      }
     }
   }
 }
@@ -262,7 +304,7 @@ TEST(CudaMatmul, LibraryDecodeRowsMatchRef) {
       s.accumulate = rows == 3 || rows == 64;
       s.out_pad = rows == 16 ? 5 : 0;
       s.parts = rows == 64 ? 2 : 1;
-      const double tol = std::max(c.decode_tol, c.prefill_tol);
+      const double tol = takes_q8(c.type, rows) ? kQ8Tol : std::max(c.decode_tol, c.prefill_tol);
       EXPECT_LT(run_matmul(**ctx, c.type, s, seed++), tol) << describe(c.type, s);
     }
   }

@@ -33,13 +33,27 @@ class CudaMatmulContext final : public MatmulContext {
     cudaFree(workspace_);
     cudaFree(x_scratch_);
     cudaFree(w_scratch_);
+    cudaFree(q8_.xq);
+    cudaFree(q8_.xs);
   }
+  detail::Q8Scratch q8_scratch() const { return q8_; }
   int64_t max_kernel_rows() const override { return kKernelRows; }
   bool has_library() const { return handle_ != nullptr; }
 
   Status init(int64_t max_rows, int64_t max_n_in, int64_t max_n_out) {
     max_rows_ = max_rows;
     max_n_in_ = max_n_in;
+    // int8 activations of the dp4a decode path: codes plus a (scale, sum) per 32 elements.
+    // At least kQ8MaxRows rows whatever max_rows is: the kernels read every row of their row tile (zeroed
+    // here, so rows past the call's count hold finite values; their results are discarded).
+    q8_.rows = std::max(std::min(max_rows, kKernelRows), detail::kQ8MaxRows);
+    q8_.n_in = max_n_in;
+    const size_t xq_bytes = static_cast<size_t>(q8_.rows * max_n_in);
+    const size_t xs_bytes = static_cast<size_t>(q8_.rows * ((max_n_in + 31) / 32)) * sizeof(q8::XBlock);
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&q8_.xq, xq_bytes));
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&q8_.xs, xs_bytes));
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xq, 0, xq_bytes));
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xs, 0, xs_bytes));
     if (max_rows <= kKernelRows) return {};  // decode-only context: no library handle, no scratch
     SAKER_RETURN_IF_ERROR(cublas_status(cublasCreate(&handle_), "cublasCreate"));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&workspace_, kWorkspaceBytes));
@@ -103,6 +117,7 @@ class CudaMatmulContext final : public MatmulContext {
   void* workspace_ = nullptr;
   void* x_scratch_ = nullptr;   // [max_rows, max_n_in] f16 or bf16: activations in the GEMM's input type
   __half* w_scratch_ = nullptr;  // [w_chunk_rows, max_n_in] f16: a chunk of dequantised weight rows
+  detail::Q8Scratch q8_;        // int8 activations for the dp4a decode kernels
 };
 
 }  // namespace
@@ -124,6 +139,8 @@ Status gemm_prefill(MatmulContext& ctx, const DeviceMatrix& w, const float* x, i
                     int64_t out_stride, bool accumulate, cudaStream_t stream) {
   return static_cast<CudaMatmulContext&>(ctx).gemm(w, x, rows, out, out_stride, accumulate, stream);
 }
+
+Q8Scratch q8_scratch(MatmulContext& ctx) { return static_cast<CudaMatmulContext&>(ctx).q8_scratch(); }
 
 }  // namespace detail
 }  // namespace saker::cuda

@@ -1,7 +1,8 @@
 // The public CUDA matmul entry points: weight upload (stacking parts along n_out), dtype support, and the
 // choice of path by row count: decode kernels up to max_kernel_rows(), cuBLAS GEMM beyond.
 // SAKER_CUDA_MATMUL=simple (core/env.h) forces the reference kernel for every row count, to bisect;
-// SAKER_CUDA_MATMUL=fma keeps verify widths on the FMA kernels instead of the tensor-core kernel.
+// SAKER_CUDA_MATMUL=fma keeps verify widths on the FMA kernels instead of the tensor-core kernel, and decode
+// rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels.
 #include <cstring>
 #include <string>
 
@@ -177,6 +178,12 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
   if (rows <= ctx.max_kernel_rows()) {
     if (!force_fma() && library_beats_kernels(w, rows) && detail::gemm_available(ctx)) {
       return detail::gemm_prefill(ctx, w, x, rows, out, out_stride, accumulate, stream);
+    }
+    if (!force_fma() && rows <= detail::kQ8MaxRows) {
+      const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
+      if (detail::matvec_q8_supported(w, x, rows, q8.rows, q8.n_in)) {
+        return detail::launch_matvec_q8(w, x, rows, out, out_stride, accumulate, q8.xq, q8.xs, stream);
+      }
     }
     if (!force_fma() && detail::matmul_mma_supported(w, x, rows)) {
       return detail::launch_matmul_mma(w, x, rows, out, out_stride, accumulate, stream);

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "ops/cuda/dequant_blocks.h"
 #include "ops/cuda/matmul.h"
+#include "ops/cuda/q8_dot.h"
 
 namespace saker::cuda::detail {
 
@@ -67,6 +68,16 @@ bool matmul_mma_supported(const DeviceMatrix& w, const float* x, int64_t rows);
 Status launch_matmul_mma(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
                          bool accumulate, cudaStream_t stream);
 
+// The int8-activation decode path (matvec_q8.cu) for Q4_K / Q5_K / Q6_K at 1 .. kQ8MaxRows rows: x is quantised to
+// int8 codes xq [rows, n_in] and per-32-element blocks xs [rows, n_in / 32] (the context's scratch, sized for
+// scratch_rows x scratch_n_in), then dotted with the weights by __dp4a. Matches the reference to the int8
+// rounding of x (NMSE ~1e-5), not to f32 accuracy. Launches only: graph-capture safe.
+inline constexpr int64_t kQ8MaxRows = 8;
+bool matvec_q8_supported(const DeviceMatrix& w, const float* x, int64_t rows, int64_t scratch_rows,
+                         int64_t scratch_n_in);
+Status launch_matvec_q8(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                        bool accumulate, int8_t* xq, q8::XBlock* xs, cudaStream_t stream);
+
 // Rows [row0, row0 + n_rows) of a quantized w dequantised to f16: dst [n_rows, n_in].
 Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows, __half* dst, cudaStream_t stream);
 // f32 -> f16 (to == kF16) or bf16 (to == kBF16), n elements.
@@ -84,5 +95,13 @@ Status gemm_prefill(MatmulContext& ctx, const DeviceMatrix& w,
                     int64_t rows,
                     float* out,      // [rows, out_stride] f32
                     int64_t out_stride, bool accumulate, cudaStream_t stream);
+
+// The context's int8-activation scratch (allocated by create() for min(max_rows, 64) x max_n_in).
+struct Q8Scratch {
+  int8_t* xq = nullptr;
+  q8::XBlock* xs = nullptr;
+  int64_t rows = 0, n_in = 0;
+};
+Q8Scratch q8_scratch(MatmulContext& ctx);
 
 }  // namespace saker::cuda::detail
