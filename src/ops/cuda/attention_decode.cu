@@ -14,6 +14,7 @@
 #include <cfloat>
 
 #include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/attention_tiles.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -34,11 +35,8 @@ struct Tile {
   static_assert(kKeys * kChunks % kThreads == 0, "tile must split evenly over the block");
 };
 
-struct RowInfo {
-  int32_t token;       // batch index
-  int32_t lo, hi;      // exact visible range outside a tree: [lo, hi)
-  int32_t tree_start;  // slots >= tree_start go through attn_key_visible (INT32_MAX outside a tree)
-};
+using attn_tile::gather_pass_rows;
+using attn_tile::RowInfo;
 
 struct SharedLayout {
   size_t q, k, v, s, m, l, fac, rows, total;
@@ -123,34 +121,12 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
   float* fs = reinterpret_cast<float*>(smem + sl.fac);
   RowInfo* rows = reinterpret_cast<RowInfo*>(smem + sl.rows);
   __shared__ int32_t pass_seq, pass_rows, pass_lo, pass_hi;
-  const int* p = a.packed;
 
   const int32_t n_here = min(a.rows_per_tile, n_tokens - t0);
   uint64_t todo = n_here >= 64 ? ~0ull : ((1ull << n_here) - 1);
   // A tile normally holds tokens of one sequence; otherwise each sequence present is one pass.
   while (todo != 0) {
-    if (threadIdx.x == 0) {
-      const int leader = __ffsll(static_cast<long long>(todo)) - 1;
-      const int32_t seq = p[a.layout.token_seq + t0 + leader];
-      int32_t n = 0, lo = INT32_MAX, hi = 0;
-      for (int r = leader; r < n_here; ++r) {
-        const int32_t t = t0 + r;
-        if (!((todo >> r) & 1) || p[a.layout.token_seq + t] != seq) continue;
-        RowInfo info;
-        info.token = t;
-        attn_key_range(p, a.layout, t, a.window, &info.lo, &info.hi);
-        lo = min(lo, info.lo);
-        hi = max(hi, info.hi);
-        const bool tree = p[a.layout.seq_mask + seq] == static_cast<int32_t>(AttentionMask::kTree);
-        info.tree_start = tree ? p[a.layout.seq_tree_start + seq] : INT32_MAX;
-        if (tree && a.window > 0) info.lo = max(0, p[a.layout.token_pos + t] - a.window + 1);  // prefix rule
-        rows[n++] = info;
-      }
-      pass_seq = seq;
-      pass_rows = n;
-      pass_lo = lo;
-      pass_hi = hi;
-    }
+    if (threadIdx.x == 0) gather_pass_rows(a, t0, n_here, todo, 0, rows, pass_seq, pass_rows, pass_lo, pass_hi);
     __syncthreads();
     const int32_t seq = pass_seq, n_rows = pass_rows, nq = n_rows * G;
     for (int r = 0; r < n_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
@@ -211,27 +187,7 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
 
       // Online softmax, one warp per query vector.
       const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-      for (int qi = warp; qi < nq; qi += kWarps) {
-        float* row = ss + qi * T::kKeys;
-        float mx = -INFINITY;
-        for (int j = lane; j < T::kKeys; j += 32) mx = fmaxf(mx, row[j]);
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        const float m_old = ms[qi];
-        const float m_new = fmaxf(m_old, mx);
-        float sum = 0.0f;
-        for (int j = lane; j < T::kKeys; j += 32) {
-          const float pj = m_new == -INFINITY ? 0.0f : expf(row[j] - m_new);
-          row[j] = pj;
-          sum += pj;
-        }
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-        if (lane == 0) {
-          const float fac = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
-          fs[qi] = fac;
-          ls[qi] = ls[qi] * fac + sum;
-          ms[qi] = m_new;
-        }
-      }
+      attn_tile::smem_online_softmax<T::kKeys, kWarps>(ss, ms, ls, fs, nq, warp, lane);
       __syncthreads();
 
       // acc = acc * fac + P V; each thread owns pairs of output elements.

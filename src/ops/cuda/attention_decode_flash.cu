@@ -12,6 +12,7 @@
 #include <cfloat>
 
 #include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/attention_tiles.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -208,27 +209,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const SplitA
       __syncthreads();
 
       // Online softmax, one warp per query vector.
-      for (int qi = warp; qi < nq; qi += kWarps) {
-        float* row = ss + qi * G::kKeys;
-        float mx = -INFINITY;
-        for (int j = lane; j < G::kKeys; j += 32) mx = fmaxf(mx, row[j]);
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        const float m_old = ms[qi];
-        const float m_new = fmaxf(m_old, mx);
-        float sum = 0.0f;
-        for (int j = lane; j < G::kKeys; j += 32) {
-          const float pj = m_new == -INFINITY ? 0.0f : expf(row[j] - m_new);
-          row[j] = pj;
-          sum += pj;
-        }
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-        if (lane == 0) {
-          const float fac = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
-          fs[qi] = fac;
-          ls[qi] = ls[qi] * fac + sum;
-          ms[qi] = m_new;
-        }
-      }
+      attn_tile::smem_online_softmax<G::kKeys, kWarps>(ss, ms, ls, fs, nq, warp, lane);
       cp_async_wait<0>();  // this thread's V copies
       __syncthreads();     // everyone's, and p / fac
 

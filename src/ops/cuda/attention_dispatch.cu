@@ -59,6 +59,25 @@ Status check(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
   return {};
 }
 
+// Rows per block and key splits of a split-K style plan: rows of one sequence up to max_rows_per_tile per
+// tile, then enough splits that the grid reaches `target` blocks, but at most one split per
+// keys_per_split keys at the capacity length and at most max_splits; sizes the split partials.
+void plan_splits(Plan& plan, const PackedAttentionLayout& L, const AttentionLaunch& launch, int32_t per_seq,
+                 int32_t max_rows_per_tile, int64_t target, int64_t keys_per_split, int64_t max_splits) {
+  plan.rows_per_tile = std::clamp(per_seq, 1, max_rows_per_tile);
+  const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
+  const int64_t base = n_tiles * launch.n_head_kv;
+  const int64_t max_by_ctx = std::max<int64_t>(1, (launch.max_ctx + keys_per_split - 1) / keys_per_split);
+  int64_t splits = base >= target ? 1 : (target + base - 1) / base;
+  splits = std::min<int64_t>({splits, max_by_ctx, max_splits});
+  plan.n_splits = static_cast<int32_t>(splits);
+  if (plan.n_splits > 1) {
+    const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
+    plan.ml_bytes = align256(rows * sizeof(float2));
+    plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
+  }
+}
+
 Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
   Plan plan;
   const PackedAttentionLayout& L = batch.layout;
@@ -80,20 +99,8 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch)
                                 (launch.kernel == AttentionKernel::kAuto && per_seq * group >= 32 && per_seq <= 64 &&
                                  auto_allows("noverify")));
   if (plan.verify) {
-    plan.rows_per_tile = std::clamp(per_seq, 1, 64 / group);
-    const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
-    const int64_t base = n_tiles * launch.n_head_kv;
     // Slices of >= 256 keys (four 64-key tiles through the cp.async pipeline) at the capacity length.
-    const int64_t target = 4LL * sm_count();
-    const int64_t max_by_ctx = std::max<int64_t>(1, (launch.max_ctx + 255) / 256);
-    int64_t splits = base >= target ? 1 : (target + base - 1) / base;
-    splits = std::min<int64_t>({splits, max_by_ctx, 512});
-    plan.n_splits = static_cast<int32_t>(splits);
-    if (plan.n_splits > 1) {
-      const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
-      plan.ml_bytes = align256(rows * sizeof(float2));
-      plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
-    }
+    plan_splits(plan, L, launch, per_seq, 64 / group, 4LL * sm_count(), 256, 512);
     return plan;
   }
   // The decode kernel holds at most kDecodeMaxQueries query vectors per block: rows of one sequence times
@@ -105,40 +112,15 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch)
                 (launch.kernel == AttentionKernel::kDecode ||
                  (launch.kernel == AttentionKernel::kAuto && per_seq <= 64 && !auto_allows("decode")));
   if (plan.decode) {
-    plan.rows_per_tile = std::clamp(per_seq, 1, detail::kDecodeMaxQueries / group);
-    const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
-    const int64_t base = n_tiles * launch.n_head_kv;
     // One slice of decode_key_tile keys per split at the capacity length, as long as the grid is below
     // ~8 blocks per SM; beyond that, fewer splits with several rounds each.
-    const int64_t target = 8LL * sm_count();
-    const int64_t key_tile = detail::decode_key_tile(launch.head_dim);
-    const int64_t max_by_ctx = std::max<int64_t>(1, (launch.max_ctx + key_tile - 1) / key_tile);
-    int64_t splits = base >= target ? 1 : (target + base - 1) / base;
-    splits = std::min<int64_t>({splits, max_by_ctx, 512});
-    plan.n_splits = static_cast<int32_t>(splits);
-    if (plan.n_splits > 1) {
-      const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
-      plan.ml_bytes = align256(rows * sizeof(float2));
-      plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
-    }
+    plan_splits(plan, L, launch, per_seq, detail::kDecodeMaxQueries / group, 8LL * sm_count(),
+                detail::decode_key_tile(launch.head_dim), 512);
     return plan;
   }
-  plan.rows_per_tile = std::clamp(per_seq, 1, max_rows);
-  const int64_t n_tiles = (L.n_tokens + plan.rows_per_tile - 1) / plan.rows_per_tile;
-  const int64_t base = n_tiles * launch.n_head_kv;
   // Split the keys until the grid fills the GPU a few times over, but keep >= 2 tiles per split at the
   // capacity length (shorter contexts just give each split fewer keys).
-  const int64_t target = 4LL * sm_count();
-  const int64_t key_tile = detail::split_key_tile(launch.head_dim);
-  const int64_t max_by_ctx = std::max<int64_t>(1, (launch.max_ctx + 2 * key_tile - 1) / (2 * key_tile));
-  int64_t splits = base >= target ? 1 : (target + base - 1) / base;
-  splits = std::min<int64_t>({splits, max_by_ctx, 256});
-  plan.n_splits = static_cast<int32_t>(splits);
-  if (plan.n_splits > 1) {
-    const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
-    plan.ml_bytes = align256(rows * sizeof(float2));
-    plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
-  }
+  plan_splits(plan, L, launch, per_seq, max_rows, 4LL * sm_count(), 2 * static_cast<int64_t>(detail::split_key_tile(launch.head_dim)), 256);
   return plan;
 }
 

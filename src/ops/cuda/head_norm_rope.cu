@@ -3,6 +3,7 @@
 // warp normalises and rotates whole heads, so every head of the token shares one table.
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/norm_rope.h"
+#include "ops/cuda/norm_rope.cuh"
 #include "ops/cuda/reduce.cuh"
 
 namespace saker::cuda {
@@ -23,38 +24,13 @@ __global__ void head_norm_rope_kernel(float* x, int64_t token_stride, int32_t n_
   const int64_t t = blockIdx.x;
   const int32_t n_pairs = n_rot / 2;
   const double pos = static_cast<double>(positions[t]);
-  for (int k = threadIdx.x; k < n_pairs; k += kThreads) {
-    double inv_freq = static_cast<double>(freq_scale) *
-                      pow(static_cast<double>(theta_base), -2.0 * static_cast<double>(k) / n_rot);
-    if (freq_factors) inv_freq /= static_cast<double>(freq_factors[k]);
-    double s, c;
-    sincos(pos * inv_freq, &s, &c);
-    cs[k] = make_float2(static_cast<float>(c), static_cast<float>(s));
-  }
+  norm_rope_detail::build_rope_table<kThreads>(cs, pos, n_pairs, n_rot, theta_base, freq_scale, freq_factors);
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float* r = row[warp];
   for (int32_t h = warp; h < n_head; h += kWarps) {
     float* xh = x + t * token_stride + static_cast<int64_t>(h) * head_dim;
-    float ss = 0.0f;
-    for (int i = lane; i < head_dim; i += 32) {
-      const float v = xh[i];
-      r[i] = v;
-      ss += v * v;
-    }
-    if (norm_w) {
-      const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(head_dim) + eps);
-      for (int i = lane; i < head_dim; i += 32) r[i] = r[i] * inv * (norm_w[i] + bias);
-    }
-    __syncwarp();
-    for (int k = lane; k < n_pairs; k += 32) {
-      const int i0 = neox ? k : 2 * k, i1 = neox ? k + n_pairs : 2 * k + 1;
-      const float x0 = r[i0], x1 = r[i1];
-      const float2 c = cs[k];
-      r[i0] = x0 * c.x - x1 * c.y;
-      r[i1] = x0 * c.y + x1 * c.x;
-    }
-    __syncwarp();
+    norm_rope_detail::norm_rope_head(r, xh, head_dim, lane, norm_w, eps, bias, n_pairs, neox, cs);
     for (int i = lane; i < head_dim; i += 32) xh[i] = r[i];
     __syncwarp();  // r is reused by this warp's next head
   }

@@ -4,6 +4,7 @@
 // decode step spreads its heads over many blocks instead of one; many tokens: a block covers every head
 // of its token and the table is built once per token.
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/norm_rope.cuh"
 #include "ops/cuda/qk_norm_rope_kv_write.h"
 #include "ops/cuda/reduce.cuh"
 
@@ -30,14 +31,7 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t n_pairs = n_rot / 2;
   if (h_begin < n_head + n_head_kv) {  // the block rotates some q or k head
     const double pos = static_cast<double>(positions[t]);
-    for (int k = threadIdx.x; k < n_pairs; k += kThreads) {
-      double inv_freq = static_cast<double>(freq_scale) *
-                        pow(static_cast<double>(theta_base), -2.0 * static_cast<double>(k) / n_rot);
-      if (freq_factors) inv_freq /= static_cast<double>(freq_factors[k]);
-      double s, c;
-      sincos(pos * inv_freq, &s, &c);
-      cs[k] = make_float2(static_cast<float>(c), static_cast<float>(s));
-    }
+    norm_rope_detail::build_rope_table<kThreads>(cs, pos, n_pairs, n_rot, theta_base, freq_scale, freq_factors);
   }
   const int32_t seq = p[L.token_seq + t], slot = p[L.token_slot + t];
   const int64_t row_elems = static_cast<int64_t>(n_head_kv) * head_dim;
@@ -56,25 +50,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     const bool is_q = h < n_head;
     const float* norm_w = is_q ? q_norm_w : k_norm_w;
-    float ss = 0.0f;
-    for (int i = lane; i < head_dim; i += 32) {
-      const float v = xh[i];
-      r[i] = v;
-      ss += v * v;
-    }
-    if (norm_w) {
-      const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(head_dim) + eps);
-      for (int i = lane; i < head_dim; i += 32) r[i] = r[i] * inv * (norm_w[i] + bias);
-    }
-    __syncwarp();
-    for (int k = lane; k < n_pairs; k += 32) {
-      const int i0 = neox ? k : 2 * k, i1 = neox ? k + n_pairs : 2 * k + 1;
-      const float x0 = r[i0], x1 = r[i1];
-      const float2 c = cs[k];
-      r[i0] = x0 * c.x - x1 * c.y;
-      r[i1] = x0 * c.y + x1 * c.x;
-    }
-    __syncwarp();
+    norm_rope_detail::norm_rope_head(r, xh, head_dim, lane, norm_w, eps, bias, n_pairs, neox, cs);
     if (is_q) {
       for (int i = lane; i < head_dim; i += 32) xh[i] = r[i];
     } else {
