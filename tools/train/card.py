@@ -197,6 +197,11 @@ def write(path, m):
             w("")
             w(_fence(sm["output"]))
             w("")
+            if sm.get("output_ref_ops") not in (None, sm["output"]):
+                w("With `--ref-ops` (float activations) the completion differs:")
+                w("")
+                w(_fence(sm["output_ref_ops"]))
+                w("")
     w("## Files")
     w("")
     g = m.get("gguf") or {}
