@@ -141,15 +141,67 @@ def write(path, m):
     w("")
     w(f"    {acc['command']}")
     w("")
+    target_len = 3.0
+    if acc["mean_accepted_length"] < target_len:
+        w(f"**This is below the {target_len:.1f} tokens per verify step that saker-mini's drafter is meant to "
+          f"reach**: the drafter must be retrained before it serves as the reference drafter. The tokenizer and "
+          f"the target stay; only the drafter data, the drafter and the acceptance measurement are redone, with a "
+          f"longer drafter budget (its training loss was still falling when the budget ran out). On the GPU "
+          f"machine, from the repository root, with this run's output folder at runs/saker-mini:")
+        w("")
+        w(f"    PYTHONUNBUFFERED=1 python3 tools/train/recipe.py --reuse-target runs/saker-mini "
+          f"--out /tmp/saker-mini-2 --seed {m['seed']} --minutes-drafter 6 --bundle \"$OUT\"")
+        w("")
+        w("then `python3 tools/train/package.py --run runs/saker-mini-2` where saker is built. A longer budget is "
+          "not guaranteed to reach the target; the acceptance it reaches is what the new card will report.")
+        w("")
     chk = m.get("saker_check")
     if chk:
         w("## saker check")
         w("")
-        w(f"saker's CPU backend on the Q8_0 GGUF, greedy, first {chk['tokens']} tokens of each reference prompt: "
-          f"**{chk['identical_to_q8_0_reference']} of {chk['prompts']} identical** to transformers' continuation of "
-          f"the Q8_0 weights ({chk['identical_to_unquantized_reference']} of {chk['prompts']} identical to that of "
-          f"the unquantized bf16 weights). Command: `{chk['command']}`.")
+        w(f"saker's CPU backend on the Q8_0 GGUF, greedy, first {chk['tokens']} tokens of each of the "
+          f"{chk['prompts']} reference prompts, against transformers' continuation of the same Q8_0 weights:")
         w("")
+        if "identical_to_q8_0_reference_ref_ops" in chk:
+            w(f"- `--ref-ops` (float activations): **{chk['identical_to_q8_0_reference_ref_ops']} of "
+              f"{chk['prompts']} identical**")
+        w(f"- default kernels (Q8_0 weights times activations rounded to 8-bit blocks): "
+          f"**{chk['identical_to_q8_0_reference']} of {chk['prompts']} identical**")
+        w(f"- ({chk['identical_to_unquantized_reference']} of {chk['prompts']} identical to transformers' "
+          f"continuation of the unquantized bf16 weights)")
+        w("")
+        diff = [(i, r) for i, r in enumerate(chk["rows"]) if not r["match_q8_0"]]
+        if diff:
+            w("Where the default kernels differ:")
+            w("")
+            w("| prompt | first differing token | smallest top-2 margin of the reference (logits) |")
+            w("|---|---|---|")
+            for i, r in diff:
+                w(f"| {i} | {r['first_divergence_q8_0']} | {r['min_margin_q8_0']} |")
+            w("")
+            if all(r["min_margin_q8_0"] < chk.get("near_tie", 0.01) for _, r in diff):
+                w(f"Each of these prompts has a near-tie (margin under {chk.get('near_tie', 0.01)}) in its "
+                  f"reference: the 8-bit rounding of the activations is enough to flip it, after which greedy "
+                  f"decoding follows another path.")
+                w("")
+        w(f"Command: `{chk['command']}`.")
+        w("")
+    samples = m.get("saker_samples")
+    if samples:
+        w("## saker run")
+        w("")
+        w("Completions by saker itself (CPU, greedy) of prompts outside the held-out set, exactly as printed:")
+        w("")
+        for sm in samples:
+            w(f"    {sm['command']}")
+            w("")
+            w(_fence(sm["output"]))
+            w("")
+            if sm.get("output_ref_ops") not in (None, sm["output"]):
+                w("With `--ref-ops` (float activations) the completion differs:")
+                w("")
+                w(_fence(sm["output_ref_ops"]))
+                w("")
     w("## Files")
     w("")
     g = m.get("gguf") or {}
