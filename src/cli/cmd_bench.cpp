@@ -127,14 +127,8 @@ int run(const BenchArgs& a) {
   for (int64_t p : a.prefill) need = std::max(need, p);
   for (int64_t c : a.decode_ctx) need = std::max(need, c + a.n_decode);
   for (int64_t r : a.rows) need = std::max(need, a.verify_ctx + r);
-  KvCacheConfig kc;
-  kc.n_layer = h.n_layer;
-  kc.n_head_kv = h.n_head_kv;
-  kc.head_dim = h.head_dim;
-  kc.block_size = 16;
-  kc.n_blocks = (need + kc.block_size - 1) / kc.block_size;
-  kc.dtype = model.device() == Device::kCuda ? DType::kF16 : DType::kF32;
-  kc.host_storage = !model.owns_kv_cache();
+  const KvCacheConfig kc =
+      kv_cache_config_for(model, need, model.device() == Device::kCuda ? DType::kF16 : DType::kF32);
   auto kv = KvCache::create(kc);
   if (!kv.ok()) return fail(kv.status().to_string());
 

@@ -58,16 +58,8 @@ Generator::Generator(Model& model, const text::Tokenizer* tokenizer, int64_t n_c
 
 Result<std::unique_ptr<Generator>> Generator::create(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx,
                                                      DType kv_dtype) {
-  const ModelHParams& h = model.hparams();
   if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "context size must be positive (got {})", n_ctx);
-  KvCacheConfig c;
-  c.n_layer = h.n_layer;
-  c.n_head_kv = h.n_head_kv;
-  c.head_dim = h.head_dim;
-  c.block_size = 16;
-  c.n_blocks = (n_ctx + c.block_size - 1) / c.block_size;
-  c.dtype = kv_dtype;
-  c.host_storage = !model.owns_kv_cache();
+  const KvCacheConfig c = kv_cache_config_for(model, n_ctx, kv_dtype);
   SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(c));
   std::unique_ptr<Generator> g(new Generator(model, tokenizer, n_ctx, std::move(kv)));
   // One sequence owns the whole cache: its block table is every block, in allocation order.

@@ -4,6 +4,19 @@
 
 namespace saker {
 
+KvCacheConfig kv_cache_config_for(const Model& model, int64_t n_tokens, DType dtype) {
+  const ModelHParams& h = model.hparams();
+  KvCacheConfig c;
+  c.n_layer = h.n_layer;
+  c.n_head_kv = h.n_head_kv;
+  c.head_dim = h.head_dim;
+  c.block_size = 16;
+  c.n_blocks = (n_tokens + c.block_size - 1) / c.block_size;
+  c.dtype = dtype;
+  c.host_storage = !model.owns_kv_cache();
+  return c;
+}
+
 Result<KvCache> KvCache::create(const KvCacheConfig& c) {
   if (c.dtype != DType::kF32 && c.dtype != DType::kF16 && c.dtype != DType::kBF16) {
     return make_error(StatusCode::kInvalidArgument, "KV cache dtype must be f32, f16 or bf16 (got {})",

@@ -19,6 +19,9 @@ struct KvCacheConfig {
   bool host_storage = true;   // false: views carry the geometry only (a device model owns the cache)
 };
 
+// A cache of n_tokens slots for `model` in blocks of 16, with host storage unless the model keeps its own.
+KvCacheConfig kv_cache_config_for(const Model& model, int64_t n_tokens, DType dtype);
+
 class KvCache {
  public:
   static Result<KvCache> create(const KvCacheConfig& config);

@@ -165,15 +165,7 @@ TEST_P(CudaGolden, TwoSequencesInOneBatchMatchTheCpu) {
     ops.device = d == 0 ? Device::kCpu : Device::kCuda;
     auto m = create_model(weights, ops);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
-    KvCacheConfig c;
-    c.n_layer = h.n_layer;
-    c.n_head_kv = h.n_head_kv;
-    c.head_dim = h.head_dim;
-    c.block_size = 16;
-    c.n_blocks = 16;
-    c.dtype = DType::kF16;
-    c.host_storage = !(*m)->owns_kv_cache();
-    auto kv = KvCache::create(c);
+    auto kv = KvCache::create(kv_cache_config_for(**m, 16 * 16, DType::kF16));
     ASSERT_TRUE(kv.ok());
     const std::vector<int32_t> table_a = {7, 2, 9, 0}, table_b = {5, 11, 3};
     const int32_t len_a = 40, len_b = 23;
