@@ -13,7 +13,7 @@
 #include "golden/reference_tensors.h"
 #include "models/convert.h"
 #include "models/model.h"
-#include "ops/device_info.h"
+#include "ops/cuda_test_util.h"
 #include "test_paths.h"
 
 namespace saker {
@@ -23,12 +23,6 @@ using testing::max_rel_error;
 using testing::mean_kl;
 using testing::read_tensor;
 using testing::top1_agreement;
-
-#define REQUIRE_GPU()                                                            \
-  do {                                                                           \
-    std::string why_;                                                            \
-    if (cuda_devices(&why_).empty()) GTEST_SKIP() << "no GPU: " << why_;         \
-  } while (0)
 
 struct Loaded {
   std::shared_ptr<const ModelWeights> weights;
@@ -68,7 +62,7 @@ std::vector<int32_t> greedy(Generator& g, const std::vector<int32_t>& prompt, in
 class CudaGolden : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    REQUIRE_GPU();
+    SAKER_REQUIRE_GPU();
     folder_ = testing::project_data_dir() / "golden" / GetParam();
     auto f = SafetensorsFile::open((folder_ / "reference.safetensors").string());
     ASSERT_TRUE(f.ok()) << f.status().to_string();

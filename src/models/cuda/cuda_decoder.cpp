@@ -229,12 +229,26 @@ Result<CudaDecoder::DeviceKv*> CudaDecoder::device_kv(std::span<const LayerKv> k
   return raw;
 }
 
-Status CudaDecoder::ensure_attention_workspace(size_t bytes) {
-  if (bytes <= attn_ws_bytes_) return {};
-  // Graphs captured so far point at the old workspace: drop them before it goes.
+Status CudaDecoder::drop_graphs() {
   SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
   graphs_.clear();
+  return {};
+}
+
+cuda::AttentionLaunch CudaDecoder::attention_launch(int64_t ctx_capacity) const {
+  cuda::AttentionLaunch launch;
+  launch.n_head = static_cast<int32_t>(hp_.n_head);
+  launch.n_head_kv = static_cast<int32_t>(hp_.n_head_kv);
+  launch.head_dim = static_cast<int32_t>(hp_.head_dim);
+  launch.max_ctx = static_cast<int32_t>(ctx_capacity);
+  return launch;
+}
+
+Status CudaDecoder::ensure_attention_workspace(size_t bytes) {
+  if (bytes <= attn_ws_bytes_) return {};
+  // Graphs captured so far point at the old workspace: drop them before it goes.
+  SAKER_RETURN_IF_ERROR(drop_graphs());
   const size_t grown = std::max(bytes, attn_ws_bytes_ * 2);
   if (attn_ws_) mem_.release(attn_ws_);
   attn_ws_ = nullptr;
@@ -246,9 +260,10 @@ Status CudaDecoder::ensure_attention_workspace(size_t bytes) {
 
 Status CudaDecoder::ensure_input_capacity(int64_t n) {
   if (n <= in_capacity_) return {};
-  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
-  graphs_.clear();
+  // Graphs copy from and to the old buffers: drop them, then the buffers.
+  SAKER_RETURN_IF_ERROR(drop_graphs());
+  mem_.release(in_host_);
+  mem_.release(in_dev_);
   const int64_t cap = std::max<int64_t>(n, 2 * in_capacity_);
   SAKER_ASSIGN_OR_RETURN(void* hp, mem_.alloc_host(cap * sizeof(int32_t), "step inputs"));
   SAKER_ASSIGN_OR_RETURN(in_dev_, mem_.alloc_array<int32_t>(cap, "step inputs"));
@@ -358,11 +373,7 @@ Status CudaDecoder::enqueue_step(const StepShape& s, const cuda::PackedAttention
   batch.layout = layout;
   batch.data = in_dev_ + s.n_tokens + s.n_out;
   batch.block_size = static_cast<int32_t>(s.kv->block_size);
-  cuda::AttentionLaunch launch;
-  launch.n_head = static_cast<int32_t>(h.n_head);
-  launch.n_head_kv = static_cast<int32_t>(h.n_head_kv);
-  launch.head_dim = static_cast<int32_t>(h.head_dim);
-  launch.max_ctx = static_cast<int32_t>(s.ctx_capacity);
+  const cuda::AttentionLaunch launch = attention_launch(s.ctx_capacity);
   SAKER_RETURN_IF_ERROR(cuda::embedding(token_embd_, tokens, s.n_tokens, h.embed_scale, x_, stream_));
   SAKER_RETURN_IF_ERROR(enqueue_layers(s.n_tokens, batch, launch, *s.kv));
   if (s.n_out > 0 && s.n_out <= head_rows_) SAKER_RETURN_IF_ERROR(enqueue_head(rows, s.n_out));
@@ -405,12 +416,7 @@ Status CudaDecoder::run_chunk(const ForwardBatch& fb, const DeviceKv& kv, float*
   cuda::DeviceAttentionBatch probe;
   probe.layout = layout;
   probe.block_size = static_cast<int32_t>(kv.block_size);
-  cuda::AttentionLaunch launch;
-  launch.n_head = static_cast<int32_t>(h.n_head);
-  launch.n_head_kv = static_cast<int32_t>(h.n_head_kv);
-  launch.head_dim = static_cast<int32_t>(h.head_dim);
-  launch.max_ctx = static_cast<int32_t>(ctx_cap);
-  SAKER_RETURN_IF_ERROR(ensure_attention_workspace(cuda::attention_workspace_bytes(probe, launch)));
+  SAKER_RETURN_IF_ERROR(ensure_attention_workspace(cuda::attention_workspace_bytes(probe, attention_launch(ctx_cap))));
   SAKER_RETURN_IF_ERROR(ensure_input_capacity(T + n_out + layout.total));
 
   std::copy(fb.tokens.begin(), fb.tokens.end(), in_host_);

@@ -71,6 +71,10 @@ class CudaDecoder : public Model {
   Result<FusedMatrix> upload_fused(const std::vector<TensorView>& parts);
   Result<float*> upload_norm(const TensorView& t);
   Result<DeviceKv*> device_kv(std::span<const LayerKv> kv);
+  // Waits for the stream and destroys every captured graph (before a buffer they reference is replaced).
+  Status drop_graphs();
+  // The attention launch shape of a step whose sequences fit ctx_capacity (scale, window: per layer).
+  cuda::AttentionLaunch attention_launch(int64_t ctx_capacity) const;
   Status ensure_attention_workspace(size_t bytes);
   Status ensure_input_capacity(int64_t n_int32);
   std::vector<cuda::DeviceMatrix*> all_matrices();

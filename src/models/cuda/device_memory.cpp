@@ -39,9 +39,13 @@ Result<void*> DeviceMemory::alloc_host(size_t bytes, const char* what) {
 }
 
 void DeviceMemory::release(void* p) {
+  if (p == nullptr) return;
   if (auto it = std::find(device_.begin(), device_.end(), p); it != device_.end()) {
     cudaFree(p);
     device_.erase(it);
+  } else if (auto h = std::find(host_.begin(), host_.end(), p); h != host_.end()) {
+    cudaFreeHost(p);
+    host_.erase(h);
   }
 }
 

@@ -20,7 +20,7 @@ class DeviceMemory {
   Result<void*> alloc(size_t bytes, const char* what);
   // Page-locked host memory (fast, asynchronous copies; graph memcpy nodes need it).
   Result<void*> alloc_host(size_t bytes, const char* what);
-  // Frees one earlier allocation now (e.g. a workspace that grew).
+  // Frees one earlier allocation (device or pinned host) now, e.g. a buffer that grew; null is a no-op.
   void release(void* p);
 
   template <typename T>

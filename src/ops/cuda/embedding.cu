@@ -52,7 +52,7 @@ Status embedding(const DeviceMatrix& table, const int32_t* tokens, int64_t n, fl
   if (!table.data || !tokens || !out) return make_error(StatusCode::kInvalidArgument, "cuda embedding: null pointer");
   if (n > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda embedding: too many tokens");
   const int64_t rb = detail::matrix_row_bytes(table);
-  const bool known = detail::visit_fmt(table.type, [&](auto fmt) {
+  const bool known = detail::visit_dtype(table.type, [&](auto fmt) {
     using F = decltype(fmt);
     embedding_kernel<F><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(
         static_cast<const uint8_t*>(table.data), rb, table.n_out, table.n_in, table.type, tokens, scale, out);

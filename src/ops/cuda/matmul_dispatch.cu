@@ -58,7 +58,7 @@ bool matvec_fast_supported(const DeviceMatrix& w, const float* x) {
   if ((reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(w.data) & 15) != 0) return false;
   if (w.layout != 0 || w.n_in <= 0 || w.n_in > (int64_t{1} << 30)) return false;
   bool ok = false;
-  visit_fmt(w.type, [&](auto fmt) {
+  visit_dtype(w.type, [&](auto fmt) {
     using F = decltype(fmt);
     // Whole blocks per row; vector loads need 16-byte aligned rows where the format uses them. The other
     // formats read at most 8-byte fields that their block sizes keep aligned (IQ4_XS 136, Q8_0 34 bytes).
@@ -105,7 +105,7 @@ bool force_fma() {
 }  // namespace
 
 bool matmul_supports(DType type) {
-  return detail::visit_fmt(type, [](auto) {});
+  return detail::visit_dtype(type, [](auto) {});
 }
 
 Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts) {

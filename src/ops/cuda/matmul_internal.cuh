@@ -15,27 +15,8 @@
 
 namespace saker::cuda::detail {
 
-// Calls f(blocks::Fmt<T>{}) for the runtime dtype (host side); false for a dtype without a decoder.
-template <typename F>
-bool visit_fmt(DType type, F&& f) {
-  using namespace blocks;
-  switch (type) {
-    case DType::kF32: f(Fmt<DType::kF32>{}); return true;
-    case DType::kF16: f(Fmt<DType::kF16>{}); return true;
-    case DType::kBF16: f(Fmt<DType::kBF16>{}); return true;
-    case DType::kQ8_0: f(Fmt<DType::kQ8_0>{}); return true;
-    case DType::kQ4_0: f(Fmt<DType::kQ4_0>{}); return true;
-    case DType::kQ4_1: f(Fmt<DType::kQ4_1>{}); return true;
-    case DType::kQ5_0: f(Fmt<DType::kQ5_0>{}); return true;
-    case DType::kQ5_1: f(Fmt<DType::kQ5_1>{}); return true;
-    case DType::kIQ4_NL: f(Fmt<DType::kIQ4_NL>{}); return true;
-    case DType::kQ4_K: f(Fmt<DType::kQ4_K>{}); return true;
-    case DType::kQ5_K: f(Fmt<DType::kQ5_K>{}); return true;
-    case DType::kQ6_K: f(Fmt<DType::kQ6_K>{}); return true;
-    case DType::kIQ4_XS: f(Fmt<DType::kIQ4_XS>{}); return true;
-    default: return false;
-  }
-}
+// The dtype visitor is blocks::visit_dtype (dequant_blocks.h), shared with the CPU tests of the decoders.
+using blocks::visit_dtype;
 
 inline bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 

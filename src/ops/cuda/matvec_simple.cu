@@ -115,7 +115,7 @@ Status launch_matvec_simple(const DeviceMatrix& w, const float* x, int64_t rows,
   for (int64_t t0 = 0; t0 < rows && st.ok(); t0 += 65535) {
     const int64_t nt = rows - t0 < 65535 ? rows - t0 : 65535;
     const dim3 grid(static_cast<unsigned>(w.n_out), static_cast<unsigned>(nt));
-    const bool known = visit_fmt(w.type, [&](auto fmt) {
+    const bool known = visit_dtype(w.type, [&](auto fmt) {
       using F = decltype(fmt);
       matvec_simple_kernel<F><<<grid, kSimpleThreads, 0, stream>>>(static_cast<const uint8_t*>(w.data), rb, w.type,
                                                                   x + t0 * w.n_in, w.n_in, out + t0 * out_stride,
@@ -138,7 +138,7 @@ Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows
   const int64_t gx = (w.n_in / 32 + kThreads - 1) / kThreads;
   if (gx > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_in too large");
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(n_rows < 65535 ? n_rows : 65535));
-  const bool known = visit_fmt(w.type, [&](auto fmt) {
+  const bool known = visit_dtype(w.type, [&](auto fmt) {
     using F = decltype(fmt);
     dequantize_f16_kernel<F><<<grid, kThreads, 0, stream>>>(src, rb, w.n_in, n_rows, dst);
   });
