@@ -12,11 +12,15 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/half.h"
+#include "core/sha256.h"
 #include "engine/generator.h"
+#include "formats/safetensors.h"
 #include "models/model.h"
 #include "test_paths.h"
 
@@ -34,11 +38,15 @@ struct RefPrompt {
 
 std::filesystem::path mini_dir() { return testing::source_dir() / "models" / "saker-mini"; }
 
-std::vector<RefPrompt> load_reference(int32_t* n_tokens) {
-  std::ifstream f(mini_dir() / "reference.json");
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
-  const auto j = nlohmann::json::parse(ss.str());
+  return nlohmann::json::parse(ss.str());
+}
+
+std::vector<RefPrompt> load_reference(int32_t* n_tokens) {
+  const auto j = read_json(mini_dir() / "reference.json");
   *n_tokens = std::min(64, j.at("new_tokens").get<int32_t>());
   std::vector<RefPrompt> out;
   for (const auto& p : j.at("prompts")) {
@@ -144,6 +152,98 @@ TEST(SakerMini, DefaultKernelsMatchTransformersBarNearTies) {
   }
   std::printf("saker-mini, default kernels: %d/%zu prompts identical to transformers (first %d tokens; %d with "
               "reference margin >= %.2f must be)\n", same, ref.size(), n, strict, kNearTie);
+}
+
+// The shipped drafter is a DFlash drafter for this very target, in the format of the speculative-decoding notes
+// (section 2), and it is the file whose acceptance the recipe measured.
+TEST(SakerMini, DrafterIsDFlashForThisTargetAndTheOneMeasured) {
+  SAKER_REQUIRE_MINI();
+  const auto dir = mini_dir() / "drafter";
+  ASSERT_TRUE(std::filesystem::exists(dir / "config.json") && std::filesystem::exists(dir / "model.safetensors"))
+      << "models/saker-mini/drafter is incomplete";
+  auto model = load_mini(OpsOptions{});
+  ASSERT_TRUE(model);
+  const ModelHParams& t = model->hparams();
+  const auto c = read_json(dir / "config.json");
+  EXPECT_EQ(c.at("architectures").at(0).get<std::string>(), "DFlashDraftModel");
+  const int64_t block = c.at("block_size").get<int64_t>();
+  EXPECT_EQ(block, 16);
+  const int64_t H = c.at("hidden_size").get<int64_t>();
+  EXPECT_EQ(H, t.n_embd) << "the drafter's hidden size must be the target's";
+  EXPECT_EQ(c.at("num_target_layers").get<int64_t>(), t.n_layer);
+  EXPECT_EQ(c.at("vocab_size").get<int64_t>(), t.n_vocab);
+  const int64_t n_layers = c.at("num_hidden_layers").get<int64_t>();
+  EXPECT_GE(n_layers, 1);
+  EXPECT_LE(n_layers, 3);
+  const auto taps = c.at("dflash_config").at("target_layer_ids").get<std::vector<int64_t>>();
+  ASSERT_FALSE(taps.empty());
+  for (size_t i = 0; i < taps.size(); ++i) {
+    EXPECT_GE(taps[i], 0);
+    EXPECT_LE(taps[i], t.n_layer - 2) << "the last layer's HF hidden state is taken after the final norm";
+    if (i > 0) {
+      EXPECT_GT(taps[i], taps[i - 1]);
+    }
+  }
+  // the mask token is the tokenizer's <|mask|>
+  const auto tok = read_json(mini_dir() / "tokenizer.json");
+  int64_t mask_id = -1;
+  for (const auto& a : tok.at("added_tokens"))
+    if (a.at("content") == "<|mask|>") mask_id = a.at("id").get<int64_t>();
+  EXPECT_EQ(c.at("dflash_config").at("mask_token_id").get<int64_t>(), mask_id);
+
+  auto st = SafetensorsFile::open((dir / "model.safetensors").string());
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  const int64_t hd = c.at("head_dim").get<int64_t>(), ff = c.at("intermediate_size").get<int64_t>();
+  const int64_t nq = c.at("num_attention_heads").get<int64_t>(), nkv = c.at("num_key_value_heads").get<int64_t>();
+  std::map<std::string, std::vector<int64_t>> want = {{"fc.weight", {H, static_cast<int64_t>(taps.size()) * H}},
+                                                      {"hidden_norm.weight", {H}},
+                                                      {"norm.weight", {H}}};
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    want[p + "input_layernorm.weight"] = {H};
+    want[p + "post_attention_layernorm.weight"] = {H};
+    want[p + "self_attn.q_proj.weight"] = {nq * hd, H};
+    want[p + "self_attn.k_proj.weight"] = {nkv * hd, H};
+    want[p + "self_attn.v_proj.weight"] = {nkv * hd, H};
+    want[p + "self_attn.o_proj.weight"] = {H, nq * hd};
+    want[p + "self_attn.q_norm.weight"] = {hd};
+    want[p + "self_attn.k_norm.weight"] = {hd};
+    want[p + "mlp.gate_proj.weight"] = {ff, H};
+    want[p + "mlp.up_proj.weight"] = {ff, H};
+    want[p + "mlp.down_proj.weight"] = {H, ff};
+  }
+  EXPECT_EQ(st->tensors().size(), want.size()) << "no embedding or head of its own, nothing else";
+  for (const auto& [name, shape] : want) {
+    const auto* info = st->find_tensor(name);
+    ASSERT_NE(info, nullptr) << "missing " << name;
+    EXPECT_EQ(info->dtype_name, "BF16") << name;
+    EXPECT_EQ(info->shape, shape) << name;
+    // trained values: finite, and not left at their initial value (norms start at 1, matrices are random)
+    const auto bytes = st->tensor_bytes(*info);
+    double sum_sq = 0;
+    bool all_one = true;
+    for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+      const float v = bf16_to_fp32(static_cast<uint16_t>(bytes[i] | (bytes[i + 1] << 8)));
+      ASSERT_TRUE(std::isfinite(v)) << name << " element " << i / 2;
+      sum_sq += double(v) * v;
+      all_one = all_one && v == 1.0f;
+    }
+    EXPECT_GT(sum_sq, 0.0) << name;
+    EXPECT_FALSE(all_one) << name << " still holds its initial ones";
+  }
+
+  const auto metrics = read_json(mini_dir() / "metrics.json");
+  const auto& acc = metrics.at("acceptance");
+  auto sha = sha256_file_hex((dir / "model.safetensors").string());
+  ASSERT_TRUE(sha.ok()) << sha.status().to_string();
+  EXPECT_EQ(*sha, acc.at("drafter_sha256").get<std::string>()) << "the drafter is not the one the recipe measured";
+  EXPECT_EQ(acc.at("block_size").get<int64_t>(), block);
+  EXPECT_EQ(acc.at("temperature").get<double>(), 0.0);
+  EXPECT_EQ(acc.at("greedy_mismatch_prompts").get<int64_t>(), 0) << "speculative greedy must equal plain greedy";
+  EXPECT_GE(acc.at("mean_accepted_length").get<double>(), 3.0) << "saker-mini's drafter is meant to reach 3.0";
+  std::printf("saker-mini drafter: %lld layers, taps %zu, mean accepted length %.3f over %lld verify steps\n",
+              static_cast<long long>(n_layers), taps.size(), acc.at("mean_accepted_length").get<double>(),
+              static_cast<long long>(acc.at("verify_steps").get<int64_t>()));
 }
 
 }  // namespace

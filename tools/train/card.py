@@ -31,10 +31,13 @@ def write(path, m):
     w(f"    {m['command']}")
     w("")
     if m.get("target_command"):
-        w("The tokenizer and the target come from an earlier run of the recipe (this run redid the evaluation and "
-          "the drafter):")
+        w("The tokenizer and the target come from an earlier run of the recipe, whose output folder "
+          "`--reuse-target` names (this run redid the evaluation and the drafter):")
         w("")
         w(f"    {m['target_command']}")
+        w("")
+        w("The two stages ran as two commands with these settings; with the recipe's current defaults one command "
+          f"runs both: `python3 tools/train/recipe.py --out OUT --seed {m['seed']}`.")
         w("")
     w(f"Seed {m['seed']}. Environment: Python {env['python']}, torch {env['torch']}, transformers "
       f"{env['transformers']}, tokenizers {env['tokenizers']}, on {env['device_name']}. Wall clock "
@@ -118,8 +121,8 @@ def write(path, m):
       f"(`architectures: [\"DFlashDraftModel\"]`, `dflash_config`).")
     w("")
     w(f"Training data: the target's own continuations of {dt['sequences']} random training-split windows "
-      f"({a['gen_prompt']} prompt tokens + {a['gen_new']} generated, temperatures {dt['temperatures']} alternating "
-      f"by batch; {dt['generated_tokens'] / 1e6:.2f}M generated tokens). Training: target frozen; per sequence "
+      f"({a['gen_prompt']} prompt tokens + {a['gen_new']} generated, temperatures {dt['temperatures']} taken in "
+      f"turn by batch; {dt['generated_tokens'] / 1e6:.2f}M generated tokens). Training: target frozen; per sequence "
       f"{dt['anchors_per_seq']} random anchors in the generated part, each a block [token, mask x "
       f"{dc['block_size'] - 1}] that sees the fused target features of earlier positions and its own block; "
       f"offset k predicts token a+k with weight exp(-(k-1)/{dt['gamma']:g}); AdamW, peak learning rate "
@@ -146,11 +149,11 @@ def write(path, m):
         w(f"**This is below the {target_len:.1f} tokens per verify step that saker-mini's drafter is meant to "
           f"reach**: the drafter must be retrained before it serves as the reference drafter. The tokenizer and "
           f"the target stay; only the drafter data, the drafter and the acceptance measurement are redone, with a "
-          f"longer drafter budget (its training loss was still falling when the budget ran out). On the GPU "
-          f"machine, from the repository root, with this run's output folder at runs/saker-mini:")
+          f"longer drafter budget. On the GPU machine, from the repository root, with this run's output folder at "
+          f"runs/saker-mini:")
         w("")
         w(f"    PYTHONUNBUFFERED=1 python3 tools/train/recipe.py --reuse-target runs/saker-mini "
-          f"--out /tmp/saker-mini-2 --seed {m['seed']} --minutes-drafter 6 --bundle \"$OUT\"")
+          f"--out runs/saker-mini-2 --seed {m['seed']} --minutes-drafter {a['minutes_drafter'] * 1.5:g}")
         w("")
         w("then `python3 tools/train/package.py --run runs/saker-mini-2` where saker is built. A longer budget is "
           "not guaranteed to reach the target; the acceptance it reaches is what the new card will report.")

@@ -302,12 +302,14 @@ def train(drafter, target, data, *, prompt_len, batch, anchors, budget_s, peak_l
             taps = [hs[i + 1] for i in drafter.taps]
         blk, pos, lab, anc_rows = block_inputs(tok, anc, B, drafter.mask_id)
         mask = block_mask(anc_rows, L, B)
+        keep = lab != -100  # offset 0 (the given token) and rows past the sequence end have no label
         with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype != torch.float32):
             ctx = drafter.hidden_norm(drafter.fc(torch.cat(taps, dim=-1)))
-            logits = drafter_logits(drafter, target, blk, ctx, pos, mask)
-        ce = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), lab.reshape(-1), ignore_index=-100,
-                             reduction="none").view(batch, -1)
-        wk = w.repeat(A)[None].expand(batch, -1) * (lab != -100)
+            pos_ctx = torch.arange(L, device=dev)[None].expand(batch, -1)
+            h = drafter(target.get_input_embeddings()(blk), ctx, pos, pos_ctx, mask)  # [S, A*B, H]
+            logits = target.get_output_embeddings()(h[keep])  # [labelled rows, V]: the head only where it counts
+        ce = F.cross_entropy(logits.float(), lab[keep], reduction="none")
+        wk = w.repeat(A)[None].expand(batch, -1)[keep]
         loss = (ce * wk).sum() / wk.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()

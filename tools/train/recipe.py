@@ -55,10 +55,10 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--smoke", action="store_true", help="toy sizes on the CPU: checks the pipeline end to end")
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
-    ap.add_argument("--minutes-total", type=float, default=8.25,
+    ap.add_argument("--minutes-total", type=float, default=12.5,
                     help="wall-clock cap for the whole run; the training budgets shrink to respect it")
     ap.add_argument("--minutes-target", type=float, default=3.75, help="target training budget")
-    ap.add_argument("--minutes-drafter", type=float, default=2.75,
+    ap.add_argument("--minutes-drafter", type=float, default=6.75,
                     help="drafter budget: generating its data plus training it")
     # corpus and tokenizer
     ap.add_argument("--corpus-mb", type=float, default=128, help="cap on training-split source text (MB)")
@@ -91,12 +91,17 @@ def parse_args(argv=None):
     ap.add_argument("--block", type=int, default=16)
     ap.add_argument("--gen-prompt", type=int, default=64, help="prompt tokens of each drafter-data sequence")
     ap.add_argument("--gen-new", type=int, default=448, help="generated tokens of each drafter-data sequence")
-    ap.add_argument("--gen-batch", type=int, default=1024)
-    ap.add_argument("--gen-temps", default="0,0.8", help="sampling temperatures, alternated batch by batch")
-    ap.add_argument("--gen-share", type=float, default=0.3, help="share of the drafter budget spent generating")
+    ap.add_argument("--gen-batch", type=int, default=2048)
+    ap.add_argument("--gen-temps", default="0,0,0,0.8",
+                    help="sampling temperatures, taken in turn batch by batch (mostly greedy: the drafter is "
+                         "judged on greedy continuations, whose later tokens only greedy data labels exactly)")
+    ap.add_argument("--gen-share", type=float, default=0.25, help="share of the drafter budget spent generating")
+    ap.add_argument("--draft-data", default=None, metavar="FILE",
+                    help="keep the generated drafter data in FILE (torch.save) and reuse it when FILE exists, so "
+                         "a second drafter run on the same target spends its whole budget training")
     ap.add_argument("--draft-batch", type=int, default=32, help="sequences per drafter step")
     ap.add_argument("--draft-anchors", type=int, default=128, help="anchor blocks per sequence")
-    ap.add_argument("--draft-lr", type=float, default=1e-3)
+    ap.add_argument("--draft-lr", type=float, default=2e-3)
     ap.add_argument("--draft-gamma", type=float, default=7.0, help="loss weight decay over block offsets")
     ap.add_argument("--draft-steps", type=int, default=None, help="fixed drafter step count")
     ap.add_argument("--accept-prompts", type=int, default=32, help="held-out prompts for the acceptance measure")
@@ -347,9 +352,21 @@ def main(argv=None):
     dbudget = max(dbudget, 10.0)
     temps = [float(x) for x in a.gen_temps.split(",")]
     t = time.time()
-    ddata = dflash.generate_data(model, train_stream, prompt_len=a.gen_prompt, new_tokens=a.gen_new,
-                                 batch=a.gen_batch, temperatures=temps, budget_s=a.gen_share * dbudget,
-                                 seed=a.seed + 11, amp_dtype=amp, log=log)
+    if a.draft_data and os.path.exists(a.draft_data):
+        saved = torch.load(a.draft_data, map_location=device)
+        if saved["gen"] != [a.gen_prompt, a.gen_new, temps, a.seed] or saved["target_sha256"] != target_digest(hf_dir):
+            raise SystemExit(f"--draft-data {a.draft_data}: made for another target or generation setting")
+        ddata = saved["tokens"]
+        metrics["drafter_data_reused"] = dict(path=a.draft_data, seconds=saved["seconds"])
+        log(f"drafter data: {ddata.shape[0]} sequences x {ddata.shape[1]} tokens from {a.draft_data} "
+            f"(generated in {saved['seconds']}s)")
+    else:
+        ddata = dflash.generate_data(model, train_stream, prompt_len=a.gen_prompt, new_tokens=a.gen_new,
+                                     batch=a.gen_batch, temperatures=temps, budget_s=a.gen_share * dbudget,
+                                     seed=a.seed + 11, amp_dtype=amp, log=log)
+        if a.draft_data:
+            torch.save(dict(tokens=ddata.cpu(), gen=[a.gen_prompt, a.gen_new, temps, a.seed],
+                            target_sha256=target_digest(hf_dir), seconds=round(time.time() - t, 1)), a.draft_data)
     times["drafter_data_s"] = round(time.time() - t, 1)
     taps = ([int(x) for x in a.draft_tap_ids.split(",")] if a.draft_tap_ids
             else dflash.spread_taps(a.layers, a.draft_taps))
@@ -404,6 +421,12 @@ def main(argv=None):
         f"drafter mean accepted length {acc['mean_accepted_length']} (block {a.block}, temperature 0)")
     if a.bundle:
         write_bundle(a.out, a.bundle)
+
+
+def target_digest(hf_dir):
+    import hashlib
+    with open(os.path.join(hf_dir, "model.safetensors"), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def write_bundle(out, dest, part_bytes=15 * 1024 * 1024):
