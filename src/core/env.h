@@ -14,6 +14,8 @@
 //                     (kDecode) for 1-7 rows instead of split-K; "noverify": never the verify kernel (kVerify);
 //                     "notiled": never the tiled prefill kernel. Forced kernels are unaffected.
 
+#include <string>
+
 namespace saker {
 
 struct DebugEnv {
@@ -29,5 +31,9 @@ struct DebugEnv {
 };
 
 const DebugEnv& debug_env();
+
+// The folder saker keeps pulled models in (under models/): SAKER_CACHE_DIR, else $XDG_CACHE_HOME/saker, else
+// ~/.cache/saker, else a folder in the system's temporary directory.
+std::string model_cache_dir();
 
 }  // namespace saker

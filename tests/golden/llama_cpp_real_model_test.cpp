@@ -9,19 +9,13 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/env.h"
 #include "engine/generator.h"
 #include "models/model.h"
 #include "test_paths.h"
 
 namespace saker {
 namespace {
-
-std::filesystem::path pull_cache() {
-  if (const char* d = std::getenv("SAKER_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "saker";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "saker";
-  return {};
-}
 
 struct Loaded {
   std::shared_ptr<const ModelWeights> weights;
@@ -34,7 +28,7 @@ class LlamaCppRealModel : public ::testing::TestWithParam<std::string> {
     std::ifstream in(testing::project_data_dir() / "llama_cpp" / (GetParam() + ".json"));
     ASSERT_TRUE(in) << "missing reference data for " << GetParam();
     ref_ = nlohmann::json::parse(in);
-    const auto file = pull_cache() / "models" / ref_["model"].get<std::string>();
+    const auto file = std::filesystem::path(model_cache_dir()) / "models" / ref_["model"].get<std::string>();
     if (!std::filesystem::exists(file)) {
       GTEST_SKIP() << file.string() << " is absent: run `saker pull " << GetParam() << "` to run this comparison";
     }
