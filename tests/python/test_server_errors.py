@@ -119,12 +119,13 @@ def test_unknown_route(server):
 
 
 def test_client_disconnect_mid_stream_frees_the_slot(tmp_path_factory):
-    # Its own server with room for a long generation: with the shared fixture's small context the generation
-    # could finish before the disconnect is noticed, and there would be nothing to cancel.
-    server = Server(tiny_model_path(tmp_path_factory), "--ctx", "4096", "--parallel", "1")
+    # Its own server with room for a long generation (16,000 tokens: about ten seconds of the tiny model on an
+    # idle core, far longer on a loaded one), so that it is still running when the disconnect is noticed; a
+    # generation that ended first would leave nothing to cancel.
+    server = Server(tiny_model_path(tmp_path_factory), "--ctx", "16384", "--parallel", "1")
     try:
         before = server.metrics()
-        body = json.dumps({"model": "tiny", "prompt": "x", "max_tokens": 4000, "stream": True, "temperature": 1,
+        body = json.dumps({"model": "tiny", "prompt": "x", "max_tokens": 16000, "stream": True, "temperature": 1,
                            "logit_bias": {"300": 100}}).encode()
         s = socket.create_connection(("127.0.0.1", server.port))
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
