@@ -1,40 +1,15 @@
 // Byte-level BPE encoding (see bpe_tokenizer.h).
 #include "text/bpe_tokenizer.h"
 
-#include <queue>
+#include <functional>
+#include <optional>
 
 #include "core/log.h"
 #include "text/byte_level.h"
+#include "text/symbol_merge.h"
 #include "text/utf8.h"
 
 namespace saker::text {
-namespace {
-
-// A run of bytes of the piece; merged-away symbols keep length 0.
-struct Symbol {
-  size_t begin = 0;
-  size_t length = 0;
-  int prev = -1;
-  int next = -1;
-};
-
-// A merge candidate. Candidates go stale when a neighbour merges first; `length` (the merged size at the
-// time it was queued) detects that, since a symbol only ever grows by absorbing its right neighbour.
-struct Candidate {
-  int32_t rank;
-  int left;
-  int right;
-  size_t length;
-};
-
-struct LaterFirst {
-  bool operator()(const Candidate& a, const Candidate& b) const {
-    // Lowest rank first; among equal ranks (the same pair twice) the leftmost, as reference BPE does.
-    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
-  }
-};
-
-}  // namespace
 
 Result<BpeTokenizer> BpeTokenizer::create(const Vocab& vocab) {
   PretokenizerPreset preset;
@@ -87,44 +62,23 @@ void BpeTokenizer::encode_piece(std::string_view word, std::vector<int32_t>& out
   }
 
   // One symbol per character of the byte-level text.
-  std::vector<Symbol> symbols;
+  std::vector<MergeSymbol> symbols;
   symbols.reserve(word.size());
   for (size_t pos = 0; pos < word.size();) {
     size_t n = utf8_sequence_length(static_cast<uint8_t>(word[pos]));
     if (n == 0 || pos + n > word.size()) n = 1;
-    Symbol s;
-    s.begin = pos;
-    s.length = n;
-    s.prev = static_cast<int>(symbols.size()) - 1;
-    s.next = pos + n < word.size() ? static_cast<int>(symbols.size()) + 1 : -1;
-    symbols.push_back(s);
+    append_symbol(symbols, pos, n, word.size());
     pos += n;
   }
 
   const auto text_of = [&](int i) { return word.substr(symbols[i].begin, symbols[i].length); };
-  std::priority_queue<Candidate, std::vector<Candidate>, LaterFirst> queue;
-  const auto try_queue = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const int32_t rank = vocab.merge_rank(text_of(left), text_of(right));
-    if (rank >= 0) queue.push({rank, left, right, symbols[left].length + symbols[right].length});
-  };
-  for (size_t i = 1; i < symbols.size(); ++i) try_queue(static_cast<int>(i) - 1, static_cast<int>(i));
-
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
-    Symbol& left = symbols[c.left];
-    Symbol& right = symbols[c.right];
-    if (left.length == 0 || right.length == 0 || left.next != c.right || left.length + right.length != c.length) {
-      continue;  // stale
-    }
-    left.length += right.length;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = c.left;
-    try_queue(left.prev, c.left);
-    try_queue(c.left, left.next);
-  }
+  // Lowest merge rank first (the order the merges were learnt in).
+  merge_symbol_pairs<int32_t, std::greater<int32_t>>(
+      symbols, [&](const MergeSymbol& l, const MergeSymbol& r) -> std::optional<int32_t> {
+        const int32_t rank = vocab.merge_rank(word.substr(l.begin, l.length), word.substr(r.begin, r.length));
+        if (rank < 0) return std::nullopt;
+        return rank;
+      });
 
   for (int i = 0; i >= 0; i = symbols[i].next) {
     const std::string_view text = text_of(i);

@@ -1,36 +1,16 @@
 // SentencePiece BPE encoding (see spm_tokenizer.h).
 #include "text/spm_tokenizer.h"
 
-#include <queue>
+#include <functional>
+#include <optional>
 
+#include "text/symbol_merge.h"
 #include "text/utf8.h"
 
 namespace saker::text {
 namespace {
 
 constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581
-
-struct Candidate {
-  float score;
-  int left;
-  int right;
-  size_t length;  // merged size when queued; a mismatch later means the candidate is stale
-};
-
-struct WorseFirst {
-  bool operator()(const Candidate& a, const Candidate& b) const {
-    // Highest score first; among equal scores the leftmost pair.
-    return a.score != b.score ? a.score < b.score : a.left > b.left;
-  }
-};
-
-// A run of bytes of the escaped text; merged-away symbols keep length 0.
-struct Symbol {
-  size_t begin = 0;
-  size_t length = 0;
-  int prev = -1;
-  int next = -1;
-};
 
 }  // namespace
 
@@ -71,47 +51,24 @@ void SpmTokenizer::encode(std::string_view raw, bool add_space_prefix, std::vect
   const Vocab& vocab = *vocab_;
 
   // One symbol per UTF-8 character; a byte that starts no valid sequence is a symbol of its own.
-  std::vector<Symbol> symbols;
+  std::vector<MergeSymbol> symbols;
   symbols.reserve(text.size());
   uint32_t cp = 0;
   for (size_t pos = 0; pos < text.size();) {
     size_t n = utf8_decode(text, pos, &cp);
     if (n == 0) n = 1;
-    Symbol s;
-    s.begin = pos;
-    s.length = n;
-    s.prev = static_cast<int>(symbols.size()) - 1;
-    s.next = pos + n < text.size() ? static_cast<int>(symbols.size()) + 1 : -1;
-    symbols.push_back(s);
+    append_symbol(symbols, pos, n, text.size());
     pos += n;
   }
 
   const std::string_view view(text);
-  std::priority_queue<Candidate, std::vector<Candidate>, WorseFirst> queue;
-  const auto try_queue = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const size_t length = symbols[left].length + symbols[right].length;
-    const int32_t id = vocab.find(view.substr(symbols[left].begin, length));
-    if (id == kNoToken) return;
-    queue.push({vocab.score(id), left, right, length});
-  };
-  for (size_t i = 1; i < symbols.size(); ++i) try_queue(static_cast<int>(i) - 1, static_cast<int>(i));
-
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
-    Symbol& left = symbols[c.left];
-    Symbol& right = symbols[c.right];
-    if (left.length == 0 || right.length == 0 || left.next != c.right || left.length + right.length != c.length) {
-      continue;  // stale
-    }
-    left.length += right.length;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = c.left;
-    try_queue(left.prev, c.left);
-    try_queue(c.left, left.next);
-  }
+  // Highest score first: a pair merges when the merged text is a token.
+  merge_symbol_pairs<float, std::less<float>>(
+      symbols, [&](const MergeSymbol& l, const MergeSymbol& r) -> std::optional<float> {
+        const int32_t id = vocab.find(view.substr(l.begin, l.length + r.length));
+        if (id == kNoToken) return std::nullopt;
+        return vocab.score(id);
+      });
 
   for (int i = 0; i >= 0; i = symbols[i].next) emit(view.substr(symbols[i].begin, symbols[i].length), out);
 }

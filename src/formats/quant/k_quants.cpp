@@ -29,6 +29,20 @@ float weighted_error(const float* x, const float* w, int n, const uint8_t* L, fl
 
 }  // namespace
 
+ChunkScales chunk_scales(const uint8_t* block, int c) {
+  const float d = load_f16(block);
+  const float dmin = load_f16(block + 2);
+  ChunkScales s;
+  int sc, m;
+  unpack_scale_min(block + 4, 2 * c, &sc, &m);
+  s.d1 = d * static_cast<float>(sc);
+  s.m1 = dmin * static_cast<float>(m);
+  unpack_scale_min(block + 4, 2 * c + 1, &sc, &m);
+  s.d2 = d * static_cast<float>(sc);
+  s.m2 = dmin * static_cast<float>(m);
+  return s;
+}
+
 void pack_scales_mins(const int* sc, const int* m, uint8_t* s) {
   for (int j = 0; j < 4; ++j) {
     s[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));

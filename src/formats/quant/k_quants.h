@@ -19,6 +19,14 @@ inline void unpack_scale_min(const uint8_t* s, int j, int* sc, int* m) {
     *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
 }
+// Scale and min of the two sub-blocks (2c and 2c + 1) of 64-element chunk c of a Q4_K / Q5_K block, whose
+// first 16 bytes are f16 d, f16 dmin and the 12-byte table: element code q decodes to d1 * q - m1 in the
+// first sub-block and d2 * q - m2 in the second.
+struct ChunkScales {
+  float d1, m1, d2, m2;
+};
+ChunkScales chunk_scales(const uint8_t* block, int c);
+
 // The inverse: eight scales and mins in 0..63 -> 12 bytes.
 void pack_scales_mins(const int* sc, const int* m, uint8_t* s);
 

@@ -34,14 +34,7 @@ void dequantize_q4_0(const uint8_t* src, float* dst, int64_t n_blocks) {
 void quantize_q4_0(const float* src, uint8_t* dst, int64_t n_blocks) {
   constexpr int kBytes = 18;
   for (int64_t b = 0; b < n_blocks; ++b, src += kBlock, dst += kBytes) {
-    float amax = 0.0f;
-    float max = 0.0f;  // signed value of largest magnitude
-    for (int i = 0; i < kBlock; ++i) {
-      if (amax < std::fabs(src[i])) {
-        amax = std::fabs(src[i]);
-        max = src[i];
-      }
-    }
+    const float max = signed_absmax(src, kBlock);
     const float d = max / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_f16(dst, d);

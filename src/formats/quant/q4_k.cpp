@@ -21,22 +21,13 @@ constexpr int kNmax = 15;
 
 void dequantize_q4_k(const uint8_t* src, float* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b, src += kBytes, dst += kSuperBlock) {
-    const float d = load_f16(src);
-    const float dmin = load_f16(src + 2);
-    const uint8_t* scales = src + 4;
     const uint8_t* qs = src + 16;
     for (int c = 0; c < 4; ++c) {
-      int sc, m;
-      unpack_scale_min(scales, 2 * c, &sc, &m);
-      const float d1 = d * static_cast<float>(sc);
-      const float m1 = dmin * static_cast<float>(m);
-      unpack_scale_min(scales, 2 * c + 1, &sc, &m);
-      const float d2 = d * static_cast<float>(sc);
-      const float m2 = dmin * static_cast<float>(m);
+      const ChunkScales s = chunk_scales(src, c);
       float* y = dst + 64 * c;
       const uint8_t* q = qs + 32 * c;
-      for (int l = 0; l < 32; ++l) y[l] = d1 * static_cast<float>(q[l] & 0x0F) - m1;
-      for (int l = 0; l < 32; ++l) y[l + 32] = d2 * static_cast<float>(q[l] >> 4) - m2;
+      for (int l = 0; l < 32; ++l) y[l] = s.d1 * static_cast<float>(q[l] & 0x0F) - s.m1;
+      for (int l = 0; l < 32; ++l) y[l + 32] = s.d2 * static_cast<float>(q[l] >> 4) - s.m2;
     }
   }
 }

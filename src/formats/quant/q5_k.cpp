@@ -21,28 +21,19 @@ constexpr int kNmax = 31;
 
 void dequantize_q5_k(const uint8_t* src, float* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b, src += kBytes, dst += kSuperBlock) {
-    const float d = load_f16(src);
-    const float dmin = load_f16(src + 2);
-    const uint8_t* scales = src + 4;
     const uint8_t* qh = src + 16;
     const uint8_t* qs = src + 48;
     for (int c = 0; c < 4; ++c) {
-      int sc, m;
-      unpack_scale_min(scales, 2 * c, &sc, &m);
-      const float d1 = d * static_cast<float>(sc);
-      const float m1 = dmin * static_cast<float>(m);
-      unpack_scale_min(scales, 2 * c + 1, &sc, &m);
-      const float d2 = d * static_cast<float>(sc);
-      const float m2 = dmin * static_cast<float>(m);
+      const ChunkScales s = chunk_scales(src, c);
       float* y = dst + 64 * c;
       const uint8_t* q = qs + 32 * c;
       for (int l = 0; l < 32; ++l) {
         const int v = (q[l] & 0x0F) | (((qh[l] >> (2 * c)) & 1) << 4);
-        y[l] = d1 * static_cast<float>(v) - m1;
+        y[l] = s.d1 * static_cast<float>(v) - s.m1;
       }
       for (int l = 0; l < 32; ++l) {
         const int v = (q[l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4);
-        y[l + 32] = d2 * static_cast<float>(v) - m2;
+        y[l + 32] = s.d2 * static_cast<float>(v) - s.m2;
       }
     }
   }

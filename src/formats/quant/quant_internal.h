@@ -35,6 +35,18 @@ inline int nearest_int(float v) {
   return static_cast<int>(std::nearbyint(v));
 }
 
+// The signed value of largest magnitude among x[0, n) (the first, on ties; 0 for an all-zero block).
+inline float signed_absmax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    if (amax < std::fabs(x[i])) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  return max;
+}
+
 // Truncates v (>= 0 in normal use) to an integer in [0, hi]; NaN gives 0.
 inline int trunc_clamp(float v, int hi) {
   return static_cast<int>(std::fmin(std::fmax(v, 0.0f), static_cast<float>(hi)));
