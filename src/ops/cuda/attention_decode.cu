@@ -35,7 +35,9 @@ struct Tile {
   static_assert(kKeys * kChunks % kThreads == 0, "tile must split evenly over the block");
 };
 
+using attn_tile::dispatch_head_dim;
 using attn_tile::gather_pass_rows;
+using attn_tile::row_sees;
 using attn_tile::RowInfo;
 
 struct SharedLayout {
@@ -96,12 +98,6 @@ __device__ __forceinline__ void store_tile(__half* ks, __half* vs, const uint4 (
     *reinterpret_cast<uint4*>(ks + j * T::kStride + chunk * 8) = kr[i];
     *reinterpret_cast<uint4*>(vs + j * T::kStride + chunk * 8) = vr[i];
   }
-}
-
-__device__ __forceinline__ bool row_sees(const SplitAttentionArgs& a, const RowInfo& r, int32_t s) {
-  if (s >= r.hi) return false;
-  if (s < r.tree_start) return s >= r.lo;
-  return attn_key_visible(a.packed, a.layout, r.token, s, a.window);
 }
 
 template <int D>
@@ -299,30 +295,14 @@ Status combine(const SplitAttentionArgs& a, cudaStream_t stream) {
 
 Status launch_split_combine(const SplitAttentionArgs& a, cudaStream_t stream) {
   if (a.n_splits <= 1) return {};
-  switch (a.head_dim) {
-    case 32: return combine<32>(a, stream);
-    case 64: return combine<64>(a, stream);
-    case 80: return combine<80>(a, stream);
-    case 96: return combine<96>(a, stream);
-    case 128: return combine<128>(a, stream);
-    case 256: return combine<256>(a, stream);
-    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
-  }
+  return dispatch_head_dim(a.head_dim, [&](auto d) { return combine<decltype(d)::value>(a, stream); });
 }
 
 Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream) {
   if (a.rows_per_tile < 1 || a.rows_per_tile > kMaxRows || a.rows_per_tile * a.group > split_max_queries(a.head_dim)) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: bad rows_per_tile for the GQA group");
   }
-  switch (a.head_dim) {
-    case 32: return launch<32>(a, stream);
-    case 64: return launch<64>(a, stream);
-    case 80: return launch<80>(a, stream);
-    case 96: return launch<96>(a, stream);
-    case 128: return launch<128>(a, stream);
-    case 256: return launch<256>(a, stream);
-    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
-  }
+  return dispatch_head_dim(a.head_dim, [&](auto d) { return launch<decltype(d)::value>(a, stream); });
 }
 
 }  // namespace saker::cuda::detail

@@ -32,11 +32,10 @@ struct Geo {
   static_assert(kMaxQ * (D / 2) % kThreads == 0, "accumulators must split evenly");
 };
 
-struct RowInfo {
-  int32_t token;       // batch index
-  int32_t lo, hi;      // exact visible range outside a tree: [lo, hi)
-  int32_t tree_start;  // slots >= tree_start go through attn_key_visible (INT32_MAX outside a tree)
-};
+using attn_tile::dispatch_head_dim;
+using attn_tile::gather_pass_rows;
+using attn_tile::row_sees;
+using attn_tile::RowInfo;
 
 struct Layout {
   size_t k, v, q, s, off, m, l, fac, rows, total;
@@ -75,12 +74,6 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-__device__ __forceinline__ bool row_sees(const SplitAttentionArgs& a, const RowInfo& r, int32_t s) {
-  if (s >= r.hi) return false;
-  if (s < r.tree_start) return s >= r.lo;
-  return attn_key_visible(a.packed, a.layout, r.token, s, a.window);
-}
-
 template <int D>
 __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const SplitAttentionArgs a) {
   using G = Geo<D>;
@@ -106,28 +99,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const SplitA
   uint64_t todo = n_here >= 64 ? ~0ull : ((1ull << n_here) - 1);
   // A tile normally holds tokens of one sequence; otherwise each sequence present is one pass.
   while (todo != 0) {
-    if (threadIdx.x == 0) {
-      const int leader = __ffsll(static_cast<long long>(todo)) - 1;
-      const int32_t seq = p[a.layout.token_seq + t0 + leader];
-      int32_t n = 0, lo = INT32_MAX, hi = 0;
-      for (int r = leader; r < n_here; ++r) {
-        const int32_t t = t0 + r;
-        if (!((todo >> r) & 1) || p[a.layout.token_seq + t] != seq) continue;
-        RowInfo info;
-        info.token = t;
-        attn_key_range(p, a.layout, t, a.window, &info.lo, &info.hi);
-        lo = min(lo, info.lo);
-        hi = max(hi, info.hi);
-        const bool tree = p[a.layout.seq_mask + seq] == static_cast<int32_t>(AttentionMask::kTree);
-        info.tree_start = tree ? p[a.layout.seq_tree_start + seq] : INT32_MAX;
-        if (tree && a.window > 0) info.lo = max(0, p[a.layout.token_pos + t] - a.window + 1);  // prefix rule
-        rows[n++] = info;
-      }
-      pass_seq = seq;
-      pass_rows = n;
-      pass_lo = lo;
-      pass_hi = hi;
-    }
+    if (threadIdx.x == 0) gather_pass_rows(a, t0, n_here, todo, 0, rows, pass_seq, pass_rows, pass_lo, pass_hi);
     __syncthreads();
     const int32_t seq = pass_seq, n_rows = pass_rows, nq = n_rows * group;
     for (int r = 0; r < n_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
@@ -283,15 +255,7 @@ Status launch_decode_attention(const SplitAttentionArgs& a, cudaStream_t stream)
   if (a.rows_per_tile < 1 || a.rows_per_tile > kMaxRows || a.rows_per_tile * a.group > kMaxQ) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: bad rows_per_tile for the decode kernel");
   }
-  switch (a.head_dim) {
-    case 32: return launch<32>(a, stream);
-    case 64: return launch<64>(a, stream);
-    case 80: return launch<80>(a, stream);
-    case 96: return launch<96>(a, stream);
-    case 128: return launch<128>(a, stream);
-    case 256: return launch<256>(a, stream);
-    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
-  }
+  return dispatch_head_dim(a.head_dim, [&](auto d) { return launch<decltype(d)::value>(a, stream); });
 }
 
 }  // namespace saker::cuda::detail

@@ -117,15 +117,7 @@ Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
 template <int HPB>
 Status launch_hpb(const SplitAttentionArgs& a, cudaStream_t stream) {
   // The tile math needs only head_dim % 16 == 0 (k16 steps of QK^T, pairs of n8 tiles of PV).
-  switch (a.head_dim) {
-    case 32: return launch<32, HPB>(a, stream);
-    case 64: return launch<64, HPB>(a, stream);
-    case 80: return launch<80, HPB>(a, stream);
-    case 96: return launch<96, HPB>(a, stream);
-    case 128: return launch<128, HPB>(a, stream);
-    case 256: return launch<256, HPB>(a, stream);
-    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
-  }
+  return dispatch_head_dim(a.head_dim, [&](auto d) { return launch<decltype(d)::value, HPB>(a, stream); });
 }
 
 }  // namespace

@@ -10,12 +10,27 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/cuda/attention_kernels.h"
 
 namespace saker::cuda::detail::attn_tile {
 
 constexpr float kLog2e = 1.4426950408889634f;
+
+// Host: calls f(std::integral_constant<int, D>{}) for the head dims the kernels are instantiated for.
+template <typename F>
+Status dispatch_head_dim(int head_dim, F&& f) {
+  switch (head_dim) {
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 80: return f(std::integral_constant<int, 80>{});
+    case 96: return f(std::integral_constant<int, 96>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    case 256: return f(std::integral_constant<int, 256>{});
+    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
+  }
+}
 
 struct RowInfo {
   int32_t token;       // batch index, -1 for an unused row
@@ -120,8 +135,8 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Whether row r (token -1: unused) of an mma tile sees key slot s.
-__device__ __forceinline__ bool mma_row_sees(const SplitAttentionArgs& a, const RowInfo& r, int32_t s) {
+// Whether row r (token -1: an unused row of an mma tile) sees key slot s.
+__device__ __forceinline__ bool row_sees(const SplitAttentionArgs& a, const RowInfo& r, int32_t s) {
   if (r.token < 0 || s >= r.hi) return false;
   if (s < r.tree_start) return s >= r.lo;
   return attn_key_visible(a.packed, a.layout, r.token, s, a.window);
@@ -211,7 +226,7 @@ __device__ __forceinline__ void mma_key_loop(const SplitAttentionArgs& a, int32_
           if (a.soft_cap > 0.0f) x = a.soft_cap * tanhf(x / a.soft_cap);
           if (!full_tile) {
             const int32_t key = k0 + n * 8 + tig * 2 + (e & 1);
-            if (key >= ke || !mma_row_sees(a, e < 2 ? r0 : r1, key)) x = -INFINITY;
+            if (key >= ke || !row_sees(a, e < 2 ? r0 : r1, key)) x = -INFINITY;
           }
           s[n][e] = x;
         }

@@ -121,15 +121,7 @@ Status launch_verify_attention(const SplitAttentionArgs& a, cudaStream_t stream)
       (reinterpret_cast<uintptr_t>(a.q) & 15) != 0) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: bad rows_per_tile or q alignment for verify");
   }
-  switch (a.head_dim) {
-    case 32: return launch<32>(a, stream);
-    case 64: return launch<64>(a, stream);
-    case 80: return launch<80>(a, stream);
-    case 96: return launch<96>(a, stream);
-    case 128: return launch<128>(a, stream);
-    case 256: return launch<256>(a, stream);
-    default: return make_error(StatusCode::kInvalidArgument, "cuda attention: head_dim must be 32, 64, 80, 96, 128 or 256");
-  }
+  return dispatch_head_dim(a.head_dim, [&](auto d) { return launch<decltype(d)::value>(a, stream); });
 }
 
 }  // namespace saker::cuda::detail

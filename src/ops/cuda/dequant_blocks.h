@@ -194,8 +194,9 @@ SAKER_UNROLL
     }
   }
 };
-template <>
-struct Fmt<DType::kF16> {
+// F16 and BF16: the same 2-byte layout, each half-word widened by To (a functor of the low/high half).
+template <typename To>
+struct HalfFloatFmt {
   static constexpr int kBlockElems = 256, kBlockBytes = 512, kUnits = 8;
   static constexpr bool kAligned16 = true;
   SAKER_HD static int run_start(int u, int r) { return 8 * u + 64 * r; }
@@ -205,29 +206,24 @@ SAKER_UNROLL
       const Bytes16 b = ld16(blk + 2 * (8 * u + 64 * r));
 SAKER_UNROLL
       for (int j = 0; j < 4; ++j) {
-        v[8 * r + 2 * j] = f16_to_f32(static_cast<uint16_t>(b.w[j] & 0xFFFF));
-        v[8 * r + 2 * j + 1] = f16_to_f32(static_cast<uint16_t>(b.w[j] >> 16));
+        v[8 * r + 2 * j] = To::low(b.w[j]);
+        v[8 * r + 2 * j + 1] = To::high(b.w[j]);
       }
     }
   }
+};
+struct F16Halves {
+  SAKER_HD static float low(uint32_t w) { return f16_to_f32(static_cast<uint16_t>(w & 0xFFFF)); }
+  SAKER_HD static float high(uint32_t w) { return f16_to_f32(static_cast<uint16_t>(w >> 16)); }
+};
+struct BF16Halves {
+  SAKER_HD static float low(uint32_t w) { return bits_f32(w << 16); }
+  SAKER_HD static float high(uint32_t w) { return bits_f32(w & 0xFFFF0000u); }
 };
 template <>
-struct Fmt<DType::kBF16> {
-  static constexpr int kBlockElems = 256, kBlockBytes = 512, kUnits = 8;
-  static constexpr bool kAligned16 = true;
-  SAKER_HD static int run_start(int u, int r) { return 8 * u + 64 * r; }
-  SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
-SAKER_UNROLL
-    for (int r = 0; r < 4; ++r) {
-      const Bytes16 b = ld16(blk + 2 * (8 * u + 64 * r));
-SAKER_UNROLL
-      for (int j = 0; j < 4; ++j) {
-        v[8 * r + 2 * j] = bits_f32(b.w[j] << 16);
-        v[8 * r + 2 * j + 1] = bits_f32(b.w[j] & 0xFFFF0000u);
-      }
-    }
-  }
-};
+struct Fmt<DType::kF16> : HalfFloatFmt<F16Halves> {};
+template <>
+struct Fmt<DType::kBF16> : HalfFloatFmt<BF16Halves> {};
 
 // ---- 32-element blocks: one unit, elements in order ----
 template <>
@@ -246,74 +242,45 @@ SAKER_UNROLL
     }
   }
 };
-template <>
-struct Fmt<DType::kQ4_0> {
-  static constexpr int kBlockElems = 32, kBlockBytes = 18, kUnits = 1;
+// Q4_0 / Q4_1 / Q5_0 / Q5_1: f16 d, then (kMin) f16 m, then (k5Bit) 32 bits of 5th bits, then 16 bytes of
+// nibbles; byte j holds elements j (low nibble) and j + 16 (high). Without a min the code is centred by
+// kOffset (8 or 16), with one it is code * d + m: the CPU codecs' order of operations.
+template <int kBlockBytesT, bool kMin, bool k5Bit>
+struct LegacyFmt {
+  static constexpr int kBlockElems = 32, kBlockBytes = kBlockBytesT, kUnits = 1;
   static constexpr bool kAligned16 = false;
+  static constexpr int kQs = 2 + (kMin ? 2 : 0) + (k5Bit ? 4 : 0);
+  static constexpr int kOffset = kMin ? 0 : (k5Bit ? 16 : 8);
   SAKER_HD static int run_start(int, int r) { return 8 * r; }
-  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
-    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
-SAKER_UNROLL
-    for (int j = 0; j < 16; ++j) {
-      const int q = blk[2 + j];
-      v[j] = static_cast<float>((q & 0x0F) - 8) * d;
-      v[j + 16] = static_cast<float>((q >> 4) - 8) * d;
+  SAKER_HD static float value(int code, float d, float m) {
+    if constexpr (kMin) {
+      return static_cast<float>(code) * d + m;
+    } else {
+      return static_cast<float>(code - kOffset) * d;
     }
   }
-};
-template <>
-struct Fmt<DType::kQ4_1> {
-  static constexpr int kBlockElems = 32, kBlockBytes = 20, kUnits = 1;
-  static constexpr bool kAligned16 = false;
-  SAKER_HD static int run_start(int, int r) { return 8 * r; }
   SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
     const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
-    const float m = f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 2)));
+    const float m = kMin ? f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 2))) : 0.0f;
+    const uint32_t qh = k5Bit ? rd_u16(blk + kQs - 4) | (rd_u16(blk + kQs - 2) << 16) : 0u;
 SAKER_UNROLL
     for (int j = 0; j < 16; ++j) {
-      const int q = blk[4 + j];
-      v[j] = static_cast<float>(q & 0x0F) * d + m;
-      v[j + 16] = static_cast<float>(q >> 4) * d + m;
-    }
-  }
-};
-template <>
-struct Fmt<DType::kQ5_0> {
-  static constexpr int kBlockElems = 32, kBlockBytes = 22, kUnits = 1;
-  static constexpr bool kAligned16 = false;
-  SAKER_HD static int run_start(int, int r) { return 8 * r; }
-  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
-    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
-    const uint32_t qh = rd_u16(blk + 2) | (rd_u16(blk + 4) << 16);
-SAKER_UNROLL
-    for (int j = 0; j < 16; ++j) {
-      const int q = blk[6 + j];
+      const int q = blk[kQs + j];
       const int lo = (q & 0x0F) | static_cast<int>(((qh >> j) & 1) << 4);
       const int hi = (q >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
-      v[j] = static_cast<float>(lo - 16) * d;
-      v[j + 16] = static_cast<float>(hi - 16) * d;
+      v[j] = value(lo, d, m);
+      v[j + 16] = value(hi, d, m);
     }
   }
 };
 template <>
-struct Fmt<DType::kQ5_1> {
-  static constexpr int kBlockElems = 32, kBlockBytes = 24, kUnits = 1;
-  static constexpr bool kAligned16 = false;
-  SAKER_HD static int run_start(int, int r) { return 8 * r; }
-  SAKER_HD static void decode_unit(const uint8_t* blk, int, float* v) {
-    const float d = f16_to_f32(static_cast<uint16_t>(rd_u16(blk)));
-    const float m = f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 2)));
-    const uint32_t qh = rd_u16(blk + 4) | (rd_u16(blk + 6) << 16);
-SAKER_UNROLL
-    for (int j = 0; j < 16; ++j) {
-      const int q = blk[8 + j];
-      const int lo = (q & 0x0F) | static_cast<int>(((qh >> j) & 1) << 4);
-      const int hi = (q >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
-      v[j] = static_cast<float>(lo) * d + m;
-      v[j + 16] = static_cast<float>(hi) * d + m;
-    }
-  }
-};
+struct Fmt<DType::kQ4_0> : LegacyFmt<18, false, false> {};
+template <>
+struct Fmt<DType::kQ4_1> : LegacyFmt<20, true, false> {};
+template <>
+struct Fmt<DType::kQ5_0> : LegacyFmt<22, false, true> {};
+template <>
+struct Fmt<DType::kQ5_1> : LegacyFmt<24, true, true> {};
 template <>
 struct Fmt<DType::kIQ4_NL> {
   static constexpr int kBlockElems = 32, kBlockBytes = 18, kUnits = 1;
@@ -331,6 +298,33 @@ SAKER_UNROLL
 };
 
 // ---- 256-element K-quant blocks ----
+// Q4_K / Q5_K chunk c (64 elements, sub-blocks 2c and 2c + 1): scale and min of each half, from the block
+// header (d, dmin, scales[12] in its first 16 bytes).
+struct KScales {
+  float d1, m1, d2, m2;
+  // Four codes of each sub-block (bytes of lo and hi) -> v[4k..4k+3] and v[16+4k..16+4k+3].
+  SAKER_HD void emit(uint32_t lo, uint32_t hi, int k, float* v) const {
+SAKER_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      v[4 * k + i] = d1 * byte_to_f32(lo, i) - m1;
+      v[16 + 4 * k + i] = d2 * byte_to_f32(hi, i) - m2;
+    }
+  }
+};
+SAKER_HD KScales k_sub_scales(const uint8_t* blk, int c) {
+  const Bytes16 hdr = ld16(blk);
+  const float d = f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
+  const float dmin = f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
+  KScales s;
+  int sc, m;
+  k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c, &sc, &m);
+  s.d1 = d * static_cast<float>(sc);
+  s.m1 = dmin * static_cast<float>(m);
+  k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c + 1, &sc, &m);
+  s.d2 = d * static_cast<float>(sc);
+  s.m2 = dmin * static_cast<float>(m);
+  return s;
+}
 // Q4_K unit u: chunk c = u / 2, lanes l0 = 16 (u % 2) .. l0 + 15 of qs[32c ..]; low nibbles are elements
 // 64c + l0 + j (sub-block 2c), high nibbles 64c + 32 + l0 + j (sub-block 2c + 1).
 template <>
@@ -339,27 +333,10 @@ struct Fmt<DType::kQ4_K> {
   static constexpr bool kAligned16 = true;  // 144-byte blocks: qs runs and the header are 16-byte aligned
   SAKER_HD static int run_start(int u, int r) { return 64 * (u >> 1) + 16 * (u & 1) + 8 * (r & 1) + 32 * (r >> 1); }
   SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
-    const Bytes16 hdr = ld16(blk);  // d, dmin, scales[12]
-    const float d = f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
-    const float dmin = f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
-    const int c = u >> 1;
-    int sc, m;
-    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c, &sc, &m);
-    const float d1 = d * static_cast<float>(sc);
-    const float m1 = dmin * static_cast<float>(m);
-    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c + 1, &sc, &m);
-    const float d2 = d * static_cast<float>(sc);
-    const float m2 = dmin * static_cast<float>(m);
-    const Bytes16 q = ld16(blk + 16 + 32 * c + 16 * (u & 1));
+    const KScales s = k_sub_scales(blk, u >> 1);
+    const Bytes16 q = ld16(blk + 16 + 32 * (u >> 1) + 16 * (u & 1));
 SAKER_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      const uint32_t lo = q.w[k] & 0x0F0F0F0Fu, hi = (q.w[k] >> 4) & 0x0F0F0F0Fu;
-SAKER_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        v[4 * k + i] = d1 * byte_to_f32(lo, i) - m1;
-        v[16 + 4 * k + i] = d2 * byte_to_f32(hi, i) - m2;
-      }
-    }
+    for (int k = 0; k < 4; ++k) s.emit(q.w[k] & 0x0F0F0F0Fu, (q.w[k] >> 4) & 0x0F0F0F0Fu, k, v);
   }
 };
 // Q5_K: as Q4_K, the 5th bit of element 64c + l (+32) is bit 2c (2c + 1) of qh[l].
@@ -369,29 +346,15 @@ struct Fmt<DType::kQ5_K> {
   static constexpr bool kAligned16 = true;  // 176-byte blocks: header, qh and qs runs 16-byte aligned
   SAKER_HD static int run_start(int u, int r) { return 64 * (u >> 1) + 16 * (u & 1) + 8 * (r & 1) + 32 * (r >> 1); }
   SAKER_HD static void decode_unit(const uint8_t* blk, int u, float* v) {
-    const Bytes16 hdr = ld16(blk);
-    const float d = f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
-    const float dmin = f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
-    const int c = u >> 1;
-    int sc, m;
-    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c, &sc, &m);
-    const float d1 = d * static_cast<float>(sc);
-    const float m1 = dmin * static_cast<float>(m);
-    k_scale_min(hdr.w[1], hdr.w[2], hdr.w[3], 2 * c + 1, &sc, &m);
-    const float d2 = d * static_cast<float>(sc);
-    const float m2 = dmin * static_cast<float>(m);
-    const int l0 = 16 * (u & 1);
+    const int c = u >> 1, l0 = 16 * (u & 1);
+    const KScales s = k_sub_scales(blk, c);
     const Bytes16 qh = ld16(blk + 16 + l0);
     const Bytes16 q = ld16(blk + 48 + 32 * c + l0);
 SAKER_UNROLL
     for (int k = 0; k < 4; ++k) {
       const uint32_t lo = (q.w[k] & 0x0F0F0F0Fu) | (((qh.w[k] >> (2 * c)) & 0x01010101u) << 4);
       const uint32_t hi = ((q.w[k] >> 4) & 0x0F0F0F0Fu) | (((qh.w[k] >> (2 * c + 1)) & 0x01010101u) << 4);
-SAKER_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        v[4 * k + i] = d1 * byte_to_f32(lo, i) - m1;
-        v[16 + 4 * k + i] = d2 * byte_to_f32(hi, i) - m2;
-      }
+      s.emit(lo, hi, k, v);
     }
   }
 };
