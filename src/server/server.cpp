@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -284,7 +285,13 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
     SAKER_LOG_ERROR("cannot listen on {}:{} (in use, or not an address of this machine)", options.host, options.port);
     return 1;
   }
-  std::thread listener([&http] { http.listen_after_bind(); });
+  // The listener's own end is tracked here: http.is_running() is false until the thread has started listening, so a
+  // fast model load could otherwise read it as "stopped" and shut the server down at once.
+  std::atomic<bool> listener_done{false};
+  std::thread listener([&http, &listener_done] {
+    http.listen_after_bind();
+    listener_done.store(true);
+  });
   SAKER_LOG_INFO("listening on http://{}:{} (loading the model; /health answers 503 until it is ready)", options.host,
                  options.port);
   auto shutdown = [&](int code) {
@@ -322,7 +329,7 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
   s.ready.store(true);
   SAKER_LOG_INFO("ready: model '{}', {} slot(s) of {} tokens, chat template: {}", options.model_id,
                  options.n_parallel, n_ctx, s.prompt->kind());
-  while (!stop->load() && http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!stop->load() && !listener_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   SAKER_LOG_INFO("shutting down");
   return shutdown(0);
 }
