@@ -27,7 +27,10 @@
 namespace saker {
 namespace {
 
-constexpr double kNearTie = 0.01;     // reference margins (logits) below this may flip under 8-bit activations
+// How far one 8-bit rounding moves a top-2 margin, measured in reference.json itself: passing the weights through
+// Q8_0 moved the prompts' smallest margins by up to 0.052 logits (one prompt 0.057 -> 0.005). Rounding the
+// activations to 8-bit blocks is a perturbation of the same kind, so a reference margin under this may flip.
+constexpr double kNearTie = 0.05;
 constexpr double kFlipMargin = 0.05;  // a divergence is accepted only where saker's own top-2 gap is this small
 
 struct RefPrompt {

@@ -26,7 +26,9 @@ GGUF = "saker-mini-q8_0.gguf"
 LIMIT_BYTES = 32 * 1024 * 1024
 
 
-NEAR_TIE = 0.01  # reference margins (logits) below this may flip under saker's 8-bit activation rounding
+# Reference margins (logits) below this may flip under saker's 8-bit activation rounding: passing the weights
+# through Q8_0 (the same kind of rounding) moves the reference prompts' smallest margins by up to ~0.05.
+NEAR_TIE = 0.05
 SAMPLE_PROMPTS = ["def fibonacci(n):", "import os\n\n\ndef list_python_files(root):",
                   "class Stack:\n    def __init__(self):"]
 

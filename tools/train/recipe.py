@@ -55,10 +55,10 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--smoke", action="store_true", help="toy sizes on the CPU: checks the pipeline end to end")
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
-    ap.add_argument("--minutes-total", type=float, default=12.5,
+    ap.add_argument("--minutes-total", type=float, default=9.5,
                     help="wall-clock cap for the whole run; the training budgets shrink to respect it")
-    ap.add_argument("--minutes-target", type=float, default=3.75, help="target training budget")
-    ap.add_argument("--minutes-drafter", type=float, default=6.75,
+    ap.add_argument("--minutes-target", type=float, default=2.5, help="target training budget")
+    ap.add_argument("--minutes-drafter", type=float, default=4.75,
                     help="drafter budget: generating its data plus training it")
     # corpus and tokenizer
     ap.add_argument("--corpus-mb", type=float, default=128, help="cap on training-split source text (MB)")
