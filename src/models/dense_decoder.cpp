@@ -89,6 +89,16 @@ Status DenseDecoderModel::forward(const ForwardBatch& batch, std::span<const Lay
   for (int32_t r : batch.output_rows) {
     if (r < 0 || r >= T) return make_error(StatusCode::kInvalidArgument, "forward: output row {} outside the batch", r);
   }
+  const std::span<const int32_t> tap_layers = batch.taps.layers;
+  const int64_t n_taps = static_cast<int64_t>(tap_layers.size());
+  for (int32_t l : tap_layers) {
+    if (l < 0 || l >= h.n_layer) {
+      return make_error(StatusCode::kInvalidArgument, "forward: tapped layer {} outside 0..{}", l, h.n_layer - 1);
+    }
+  }
+  if (n_taps > 0 && batch.taps.out == nullptr) {
+    return make_error(StatusCode::kInvalidArgument, "forward: hidden-state taps without an output buffer");
+  }
 
   std::vector<float> x(T * h.n_embd), hbuf(T * h.n_embd);       // [T, n_embd]
   std::vector<float> q(T * h.q_dim()), attn(T * h.q_dim());     // [T, n_head, head_dim]
@@ -168,6 +178,12 @@ Status DenseDecoderModel::forward(const ForwardBatch& batch, std::span<const Lay
     if (L.post_ffn_norm.data) SAKER_RETURN_IF_ERROR(ref::rms_norm(hv, L.post_ffn_norm, hv, h.rms_eps));
     ref::add_f32(x.data(), hbuf.data(), x.data(), T * h.n_embd);
     trace(xv, "l_out", li);
+    for (int64_t j = 0; j < n_taps; ++j) {
+      if (tap_layers[j] != l) continue;
+      for (int64_t t = 0; t < T; ++t) {
+        std::copy_n(x.data() + t * h.n_embd, h.n_embd, batch.taps.out + (t * n_taps + j) * h.n_embd);
+      }
+    }
   }
 
   if (n_out == 0) return {};

@@ -24,10 +24,18 @@ struct LayerKv {
   const void* owner = nullptr;
 };
 
+// Hidden states a speculative drafter reads from the target: the output of decoder layer layers[j] (after its
+// residual add; Hugging Face's hidden_states[layers[j] + 1]) for every batch token.
+struct HiddenTaps {
+  std::span<const int32_t> layers;  // [n_taps] 0-based decoder layer ids; empty: no taps
+  float* out = nullptr;             // [n_tokens, n_taps, n_embd]
+};
+
 struct ForwardBatch {
   std::span<const int32_t> tokens;       // [n_tokens]
   AttentionBatch attn;                   // per-token sequence, slot, position; per-sequence block tables
   std::span<const int32_t> output_rows;  // [n_outputs] batch indices whose logits are wanted
+  HiddenTaps taps;                       // optional: tapped hidden states of every batch token
 };
 
 // Which op implementations run: every optimisation can be switched off to tell a kernel bug from a

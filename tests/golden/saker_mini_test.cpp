@@ -22,10 +22,16 @@
 #include "engine/generator.h"
 #include "formats/safetensors.h"
 #include "models/model.h"
+#include "saker_mini.h"
 #include "test_paths.h"
 
 namespace saker {
 namespace {
+
+using testing::greedy;
+using testing::load_mini;
+using testing::mini_dir;
+using testing::read_json;
 
 // How far one 8-bit rounding moves a top-2 margin, measured in reference.json itself: passing the weights through
 // Q8_0 moved the prompts' smallest margins by up to 0.052 logits (one prompt 0.057 -> 0.005). Rounding the
@@ -38,15 +44,6 @@ struct RefPrompt {
   std::vector<int32_t> greedy_q8_0;
   double min_margin_q8_0 = 0;
 };
-
-std::filesystem::path mini_dir() { return testing::source_dir() / "models" / "saker-mini"; }
-
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
 
 std::vector<RefPrompt> load_reference(int32_t* n_tokens) {
   const auto j = read_json(mini_dir() / "reference.json");
@@ -63,37 +60,12 @@ std::vector<RefPrompt> load_reference(int32_t* n_tokens) {
   return out;
 }
 
-std::unique_ptr<Model> load_mini(const OpsOptions& ops) {
-  auto w = ModelWeights::open((mini_dir() / "saker-mini-q8_0.gguf").string());
-  EXPECT_TRUE(w.ok()) << w.status().to_string();
-  if (!w.ok()) return nullptr;
-  std::shared_ptr<const ModelWeights> weights = std::move(w).value();
-  auto m = create_model(weights, ops);
-  EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return m.ok() ? std::move(m).value() : nullptr;
-}
-
-std::vector<int32_t> greedy(Generator& g, const std::vector<int32_t>& prompt, int32_t n) {
-  GenerateOptions opt;
-  opt.max_tokens = n;
-  opt.ignore_eos = true;
-  opt.sampling.temperature = 0.0f;
-  auto r = g.generate(prompt, opt);
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? r->tokens : std::vector<int32_t>{};
-}
-
 int first_divergence(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i)
     if (a[i] != b[i]) return static_cast<int>(i);
   return a.size() == b.size() ? -1 : static_cast<int>(n);
 }
-
-#define SAKER_REQUIRE_MINI()                                                                           \
-  if (!std::filesystem::exists(mini_dir() / "saker-mini-q8_0.gguf") ||                                 \
-      !std::filesystem::exists(mini_dir() / "reference.json"))                                         \
-  GTEST_SKIP() << "models/saker-mini is absent (package it with tools/train/package.py): test skipped"
 
 TEST(SakerMini, FloatActivationsMatchTransformersOnEveryPrompt) {
   SAKER_REQUIRE_MINI();

@@ -1,0 +1,229 @@
+#include "spec/dflash_drafter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "ops/cpu/attention.h"
+#include "ops/cpu/convert.h"
+#include "ops/cpu/matmul.h"
+#include "ops/ref/add.h"
+#include "ops/ref/attention.h"
+#include "ops/ref/embedding.h"
+#include "ops/ref/kv_write.h"
+#include "ops/ref/matmul.h"
+#include "ops/ref/rms_norm.h"
+#include "ops/ref/rope.h"
+#include "ops/ref/swiglu.h"
+
+namespace saker::spec {
+namespace {
+
+TensorView f32(float* p, std::initializer_list<int64_t> shape) { return TensorView::contiguous(p, DType::kF32, shape); }
+
+std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// One sequence whose tokens occupy slots first..first+n-1 (position == slot) and see keys [0, n_ctx).
+struct BlockBatch {
+  std::vector<int32_t> seq, slot;
+  AttentionSequence s;
+  AttentionBatch attn;
+  BlockBatch(std::span<const int32_t> block_table, int64_t first, int64_t n, int64_t n_ctx, AttentionMask mask)
+      : seq(n, 0), slot(n) {
+    std::iota(slot.begin(), slot.end(), static_cast<int32_t>(first));
+    s.block_table = block_table;
+    s.n_ctx = static_cast<int32_t>(n_ctx);
+    s.mask = mask;
+    attn.sequences = std::span<const AttentionSequence>(&s, 1);
+    attn.token_seq = seq;
+    attn.token_slot = slot;
+    attn.token_pos = slot;
+  }
+  BlockBatch(const BlockBatch&) = delete;
+};
+
+}  // namespace
+
+Result<TensorView> DFlashDrafter::load_tensor(const SafetensorsFile& file, const std::string& name,
+                                              std::vector<int64_t> shape) {
+  const SafetensorsTensorInfo* info = file.find_tensor(name);
+  if (!info) return make_error(StatusCode::kNotFound, "{}: missing tensor {}", file.path(), name);
+  if (info->shape != shape) {
+    return make_error(StatusCode::kInvalidArgument, "{}: tensor {} has shape {}, expected {} (from config.json)",
+                      file.path(), name, shape_str(info->shape), shape_str(shape));
+  }
+  if (!info->dtype || (*info->dtype != DType::kBF16 && *info->dtype != DType::kF16 && *info->dtype != DType::kF32)) {
+    return make_error(StatusCode::kUnsupported, "{}: tensor {} is {}; a drafter's weights must be BF16, F16 or F32",
+                      file.path(), name, info->dtype_name);
+  }
+  const int64_t n = info->n_elements();
+  HostBuffer buf(static_cast<size_t>(n) * sizeof(float), false);
+  // Row by row through the file bytes (tensor_bytes() has no alignment requirement).
+  cpu::to_f32_row(*info->dtype, file.tensor_bytes(*info).data(), buf.as<float>(), n, false);
+  TensorView v = TensorView::contiguous(buf.as<float>(), DType::kF32, shape.data(), static_cast<int>(shape.size()));
+  owned_.push_back(std::move(buf));
+  return v;
+}
+
+Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& dir,
+                                                           std::shared_ptr<const ModelWeights> target, int64_t n_ctx,
+                                                           const OpsOptions& ops) {
+  if (!target) return make_error(StatusCode::kInvalidArgument, "a drafter needs its target model's weights");
+  if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "drafter context must be positive (got {})", n_ctx);
+  std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
+  SAKER_ASSIGN_OR_RETURN(d->config_, DFlashConfig::load(dir));
+  const DFlashConfig& c = d->config_;
+  const ModelHParams& t = target->hparams();
+  SAKER_RETURN_IF_ERROR(c.check_target(t));
+  d->ops_ = ops;
+  d->target_ = target;
+  SAKER_ASSIGN_OR_RETURN(d->token_embd_, target->require("token_embd.weight", {t.n_vocab, t.n_embd}));
+  if (target->find("output.weight")) {
+    SAKER_ASSIGN_OR_RETURN(d->output_, target->require("output.weight", {t.n_vocab, t.n_embd}));
+  } else {
+    d->output_ = d->token_embd_;
+  }
+
+  SAKER_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(dir + "/model.safetensors"));
+  const int64_t H = c.n_embd, n_taps = static_cast<int64_t>(c.target_layers.size());
+  SAKER_ASSIGN_OR_RETURN(d->fc_, d->load_tensor(file, "fc.weight", {H, n_taps * H}));
+  SAKER_ASSIGN_OR_RETURN(d->hidden_norm_, d->load_tensor(file, "hidden_norm.weight", {H}));
+  SAKER_ASSIGN_OR_RETURN(d->norm_, d->load_tensor(file, "norm.weight", {H}));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = fmt::format("layers.{}.", l);
+    Layer L;
+    SAKER_ASSIGN_OR_RETURN(L.input_norm, d->load_tensor(file, p + "input_layernorm.weight", {H}));
+    SAKER_ASSIGN_OR_RETURN(L.post_attn_norm, d->load_tensor(file, p + "post_attention_layernorm.weight", {H}));
+    SAKER_ASSIGN_OR_RETURN(L.wq, d->load_tensor(file, p + "self_attn.q_proj.weight", {c.q_dim(), H}));
+    SAKER_ASSIGN_OR_RETURN(L.wk, d->load_tensor(file, p + "self_attn.k_proj.weight", {c.kv_dim(), H}));
+    SAKER_ASSIGN_OR_RETURN(L.wv, d->load_tensor(file, p + "self_attn.v_proj.weight", {c.kv_dim(), H}));
+    SAKER_ASSIGN_OR_RETURN(L.wo, d->load_tensor(file, p + "self_attn.o_proj.weight", {H, c.q_dim()}));
+    SAKER_ASSIGN_OR_RETURN(L.q_norm, d->load_tensor(file, p + "self_attn.q_norm.weight", {c.head_dim}));
+    SAKER_ASSIGN_OR_RETURN(L.k_norm, d->load_tensor(file, p + "self_attn.k_norm.weight", {c.head_dim}));
+    SAKER_ASSIGN_OR_RETURN(L.w_gate, d->load_tensor(file, p + "mlp.gate_proj.weight", {c.n_ff, H}));
+    SAKER_ASSIGN_OR_RETURN(L.w_up, d->load_tensor(file, p + "mlp.up_proj.weight", {c.n_ff, H}));
+    SAKER_ASSIGN_OR_RETURN(L.w_down, d->load_tensor(file, p + "mlp.down_proj.weight", {H, c.n_ff}));
+    d->layers_.push_back(L);
+  }
+  const size_t expected = 3 + 11 * static_cast<size_t>(c.n_layer);
+  if (file.tensors().size() != expected) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "{}: {} tensors, expected {} for {} draft layers (a DFlash drafter has no embedding or head "
+                      "of its own)", file.path(), file.tensors().size(), expected, c.n_layer);
+  }
+
+  KvCacheConfig kc;
+  kc.n_layer = c.n_layer;
+  kc.n_head_kv = c.n_head_kv;
+  kc.head_dim = c.head_dim;
+  kc.block_size = 16;
+  kc.n_blocks = (n_ctx + kc.block_size - 1) / kc.block_size;
+  SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(kc));
+  d->kv_ = std::make_unique<KvCache>(std::move(kv));
+  d->block_table_.resize(kc.n_blocks);
+  std::iota(d->block_table_.begin(), d->block_table_.end(), 0);
+  d->n_ctx_ = kc.n_blocks * kc.block_size;
+  return d;
+}
+
+Status DFlashDrafter::matmul(const TensorView& x, const TensorView& w, const TensorView& out) const {
+  if (ops_.fast_matmul) return cpu::matmul(x, w, out, ops_.matmul);
+  return ref::matmul(x, w, out);
+}
+
+Status DFlashDrafter::write_kv(int64_t l, const TensorView& x, int64_t first, std::vector<float>* k,
+                               std::vector<float>* v) {
+  const DFlashConfig& c = config_;
+  const Layer& L = layers_[l];
+  const int64_t n = x.shape[0];
+  k->resize(n * c.kv_dim());
+  v->resize(n * c.kv_dim());
+  SAKER_RETURN_IF_ERROR(matmul(x, L.wk, f32(k->data(), {n, c.kv_dim()})));
+  SAKER_RETURN_IF_ERROR(matmul(x, L.wv, f32(v->data(), {n, c.kv_dim()})));
+  const TensorView kh = f32(k->data(), {n * c.n_head_kv, c.head_dim});
+  SAKER_RETURN_IF_ERROR(ref::rms_norm(kh, L.k_norm, kh, static_cast<float>(c.rms_eps)));
+  BlockBatch b(block_table_, first, n, first + n, AttentionMask::kCausal);
+  ref::RopeParams rope;
+  rope.theta_base = c.rope_theta;
+  const TensorView k3 = f32(k->data(), {n, c.n_head_kv, c.head_dim});
+  SAKER_RETURN_IF_ERROR(ref::rope(k3, b.attn.token_pos, rope));
+  const LayerKv& cache = kv_->layers()[l];
+  return ref::kv_write(k3, f32(v->data(), {n, c.n_head_kv, c.head_dim}), cache.k, cache.v, b.attn);
+}
+
+Status DFlashDrafter::add_context(int64_t first, int64_t n, const float* taps) {
+  const DFlashConfig& c = config_;
+  if (first < 0 || first > n_context_) {
+    return make_error(StatusCode::kInvalidArgument, "drafter context: positions from {} given, {} held", first,
+                      n_context_);
+  }
+  if (n <= 0) return {};
+  if (first + n > n_ctx_) {
+    return make_error(StatusCode::kOutOfRange, "drafter context: position {} beyond its {} slots", first + n - 1, n_ctx_);
+  }
+  const int64_t H = c.n_embd, n_taps = static_cast<int64_t>(c.target_layers.size());
+  std::vector<float> ctx(n * H), k, v;  // ctx [n, n_embd]
+  const TensorView cv = f32(ctx.data(), {n, H});
+  // [n, n_taps, n_embd] is [n, n_taps * n_embd]: the taps concatenated per position
+  SAKER_RETURN_IF_ERROR(matmul(f32(const_cast<float*>(taps), {n, n_taps * H}), fc_, cv));
+  SAKER_RETURN_IF_ERROR(ref::rms_norm(cv, hidden_norm_, cv, static_cast<float>(c.rms_eps)));
+  for (int64_t l = 0; l < c.n_layer; ++l) SAKER_RETURN_IF_ERROR(write_kv(l, cv, first, &k, &v));
+  n_context_ = first + n;
+  return {};
+}
+
+Status DFlashDrafter::propose(int32_t pending, std::vector<int32_t>* drafts) {
+  const DFlashConfig& c = config_;
+  const int64_t B = c.block_size, H = c.n_embd, s = n_context_;
+  if (s + B > n_ctx_) {
+    return make_error(StatusCode::kOutOfRange, "drafter: a block at position {} does not fit its {} slots", s, n_ctx_);
+  }
+  std::vector<int32_t> block(B, c.mask_token);
+  block[0] = pending;
+  std::vector<float> h(B * H), hn(B * H), q(B * c.q_dim()), attn(B * c.q_dim());  // [B, ...]
+  std::vector<float> gate(B * c.n_ff), up(B * c.n_ff), k, v;
+  const TensorView hv = f32(h.data(), {B, H}), hnv = f32(hn.data(), {B, H});
+  SAKER_RETURN_IF_ERROR(ref::embedding(token_embd_, block, hv));
+  BlockBatch b(block_table_, s, B, s + B, AttentionMask::kFull);  // every context slot and the whole block
+  ref::RopeParams rope;
+  rope.theta_base = c.rope_theta;
+  ref::AttentionParams ap;  // scale 1 / sqrt(head_dim)
+  const float eps = static_cast<float>(c.rms_eps);
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const Layer& L = layers_[l];
+    SAKER_RETURN_IF_ERROR(ref::rms_norm(hv, L.input_norm, hnv, eps));
+    SAKER_RETURN_IF_ERROR(write_kv(l, hnv, s, &k, &v));  // the block's own K/V: slots s..s+B-1
+    SAKER_RETURN_IF_ERROR(matmul(hnv, L.wq, f32(q.data(), {B, c.q_dim()})));
+    const TensorView qh = f32(q.data(), {B * c.n_head, c.head_dim});
+    SAKER_RETURN_IF_ERROR(ref::rms_norm(qh, L.q_norm, qh, eps));
+    const TensorView q3 = f32(q.data(), {B, c.n_head, c.head_dim});
+    SAKER_RETURN_IF_ERROR(ref::rope(q3, b.attn.token_pos, rope));
+    const LayerKv& cache = kv_->layers()[l];
+    const TensorView a3 = f32(attn.data(), {B, c.n_head, c.head_dim});
+    SAKER_RETURN_IF_ERROR(ops_.fast_attention ? cpu::attention(q3, cache.k, cache.v, b.attn, ap, a3)
+                                              : ref::attention(q3, cache.k, cache.v, b.attn, ap, a3));
+    SAKER_RETURN_IF_ERROR(matmul(f32(attn.data(), {B, c.q_dim()}), L.wo, hnv));
+    ref::add_f32(h.data(), hn.data(), h.data(), B * H);
+    SAKER_RETURN_IF_ERROR(ref::rms_norm(hv, L.post_attn_norm, hnv, eps));
+    const TensorView gv = f32(gate.data(), {B, c.n_ff}), uv = f32(up.data(), {B, c.n_ff});
+    SAKER_RETURN_IF_ERROR(matmul(hnv, L.w_gate, gv));
+    SAKER_RETURN_IF_ERROR(matmul(hnv, L.w_up, uv));
+    SAKER_RETURN_IF_ERROR(ref::swiglu(gv, uv, gv));
+    SAKER_RETURN_IF_ERROR(matmul(gv, L.w_down, hnv));
+    ref::add_f32(h.data(), hn.data(), h.data(), B * H);
+  }
+  // Rows 1..B-1 through the final norm and the target's head.
+  const TensorView rows = f32(h.data() + H, {B - 1, H});
+  SAKER_RETURN_IF_ERROR(ref::rms_norm(rows, norm_, rows, eps));
+  std::vector<float> logits((B - 1) * c.n_vocab);  // [B - 1, n_vocab]
+  SAKER_RETURN_IF_ERROR(matmul(rows, output_, f32(logits.data(), {B - 1, c.n_vocab})));
+  drafts->resize(B - 1);
+  for (int64_t i = 0; i < B - 1; ++i) {
+    const float* r = logits.data() + i * c.n_vocab;
+    (*drafts)[i] = static_cast<int32_t>(std::max_element(r, r + c.n_vocab) - r);  // ties: lowest id
+  }
+  return {};
+}
+
+}  // namespace saker::spec
