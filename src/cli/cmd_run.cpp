@@ -1,13 +1,18 @@
 // `saker run -m MODEL -p PROMPT`: generate text on the CPU, streaming it, then report tokens/s.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "engine/generator.h"
+#include "spec/dflash_drafter.h"
+#include "spec/speculative_generator.h"
+#include "text/detokenizer.h"
 
 namespace saker::cli {
 namespace {
@@ -36,6 +41,7 @@ struct RunArgs {
   bool no_graphs = false;
   std::string logits_out;
   bool no_blas = false;
+  std::string drafter;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& s) {
@@ -55,14 +61,86 @@ Result<std::vector<int32_t>> parse_ids(const std::string& s) {
   return ids;
 }
 
+void print_ids(const std::vector<int32_t>& tokens) {
+  std::string ids;
+  for (int32_t id : tokens) ids += fmt::format("{}{}", ids.empty() ? "" : " ", id);
+  fmt::print("ids: {}\n", ids);
+}
+
+// Speculation rests on greedy verification for now: options that change the target's choice of token are
+// refused rather than ignored.
+Status check_speculative_args(const RunArgs& a) {
+  auto refuse = [](const char* what) {
+    return make_error(StatusCode::kInvalidArgument, "--drafter: {} (speculative decoding is greedy only for now)",
+                      what);
+  };
+  if (a.temperature != 0.0f) return refuse("pass --temp 0");
+  if (a.repeat_penalty != 1.0f || a.presence_penalty != 0.0f || a.frequency_penalty != 0.0f) {
+    return refuse("penalties are not supported");
+  }
+  if (!a.stop.empty()) return refuse("--stop is not supported");
+  if (!a.logits_out.empty()) return refuse("--logits-out is not supported");
+  if (a.device == "cuda") {
+    return make_error(StatusCode::kUnsupported, "--drafter runs on the CPU backend only for now: use --device cpu");
+  }
+  return {};
+}
+
+// Greedy decoding with a DFlash drafter: the same tokens as plain greedy decoding, fewer target forwards.
+int run_speculative(const RunArgs& a, LoadedModel& lm, const std::vector<int32_t>& prompt, int64_t n_ctx,
+                    const OpsOptions& ops) {
+  auto drafter = spec::DFlashDrafter::load(a.drafter, lm.weights, n_ctx + 64, ops);
+  if (!drafter.ok()) return fail(drafter.status().to_string());
+  auto gen = spec::SpeculativeGenerator::create(*lm.model, **drafter, n_ctx);
+  if (!gen.ok()) return fail(gen.status().to_string());
+  std::optional<text::IncrementalDetokenizer> detok;
+  if (lm.tokenizer) {
+    text::DecodeOptions d;
+    d.skip_special = true;
+    d.strip_leading_space = false;  // a continuation of the prompt
+    detok.emplace(*lm.tokenizer, d);
+  }
+  spec::SpeculativeOptions opt;
+  opt.max_tokens = a.n_predict;
+  if (lm.tokenizer && !a.ignore_eos) {
+    opt.is_end = [&lm](int32_t id) { return lm.tokenizer->is_end_of_generation(id); };
+  }
+  opt.on_token = [&detok](int32_t id) {
+    if (detok) fmt::print("{}", detok->push(id));
+    std::fflush(stdout);
+    return true;
+  };
+  if (!a.prompt.empty()) fmt::print("{}", a.prompt);
+  auto result = (*gen)->generate(prompt, opt);
+  if (detok) fmt::print("{}", detok->flush());
+  fmt::print("\n");
+  if (!result.ok()) return fail(result.status().to_string());
+  const spec::SpeculativeResult& r = *result;
+  if (a.print_ids) print_ids(r.tokens);
+  const auto& c = (*drafter)->config();
+  fmt::print(stderr,
+             "\nprompt: {} tokens in {:.1f} ms | generation: {} tokens in {:.1f} ms ({:.1f} tok/s) | finish: {}\n"
+             "speculative: {} verify steps, mean accepted length {:.3f} (block {}, {} draft layers); tokens per "
+             "step: {}\n",
+             prompt.size(), r.prompt_ms, r.tokens.size(), r.generate_ms,
+             r.tokens.size() * 1000.0 / std::max(r.generate_ms, 1e-9), finish_reason_name(r.finish),
+             r.stats.verify_steps, r.stats.mean_accepted_length(), c.block_size, c.n_layer,
+             fmt::join(r.stats.tokens_per_step, " "));
+  return 0;
+}
+
 int run(const RunArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of -p/--prompt and --prompt-ids");
+  if (!a.drafter.empty()) {
+    if (Status st = check_speculative_args(a); !st.ok()) return fail(st.to_string());
+  }
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.fast_attention = !a.ref_ops;
   ops.matmul.blas = !a.no_blas;
   ops.cuda_graphs = !a.no_graphs;
-  auto loaded = load_model_on(a.model, ops, a.device);
+  // The drafter reads the target's hidden states, which only the CPU backend taps so far.
+  auto loaded = load_model_on(a.model, ops, a.drafter.empty() ? a.device : "cpu");
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;
 
@@ -77,6 +155,7 @@ int run(const RunArgs& a) {
   }
   const ModelHParams& h = lm.model->hparams();
   const int64_t n_ctx = a.n_ctx > 0 ? a.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
+  if (!a.drafter.empty()) return run_speculative(a, lm, prompt, n_ctx, ops);
   auto gen = Generator::create(*lm.model, lm.tokenizer.get(), n_ctx);
   if (!gen.ok()) return fail(gen.status().to_string());
 
@@ -121,11 +200,7 @@ int run(const RunArgs& a) {
   }
   const GenerateResult& r = *result;
   fmt::print("\n");
-  if (a.print_ids) {
-    std::string ids;
-    for (int32_t id : r.tokens) ids += fmt::format("{}{}", ids.empty() ? "" : " ", id);
-    fmt::print("ids: {}\n", ids);
-  }
+  if (a.print_ids) print_ids(r.tokens);
   const double n_gen_steps = r.tokens.empty() ? 0 : static_cast<double>(r.tokens.size()) - 1;
   fmt::print(stderr, "\nprompt: {} tokens in {:.1f} ms ({:.1f} tok/s) | generation: {} tokens in {:.1f} ms ({:.1f} tok/s) | "
              "finish: {}\n", r.n_prompt, r.prompt_ms, r.n_prompt * 1000.0 / std::max(r.prompt_ms, 1e-9),
@@ -168,6 +243,9 @@ Command make_run_command() {
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
+        s->add_option("--drafter", a->drafter,
+                      "DFlash drafter folder (config.json + model.safetensors) for speculative greedy decoding "
+                      "(--temp 0; CPU backend)");
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

@@ -44,3 +44,42 @@ def test_run_completes_code_prompt(saker, index):
     # With float activations, exactly what saker printed when the model was packaged. (The default kernels
     # round activations to 8-bit blocks; that rounding may change between versions and flip near-ties.)
     assert out.rstrip("\n") == s["output_ref_ops"], f"greedy completion changed since packaging:\n{out}"
+
+
+def test_run_with_drafter_prints_the_same_text_and_its_acceptance(saker):
+    """`saker run --drafter`: speculative greedy decoding prints exactly plain greedy's text and ids, and
+    reports the verify steps and the mean accepted length."""
+    ref = load("reference.json")
+    prompt = ref["prompts"][0]["prompt"]
+    args = ["run", "-m", GGUF, "--device", "cpu", "-p", prompt, "-n", "96", "--temp", "0", "--print-ids"]
+    plain = saker(*args)
+    spec = saker(*args, "--drafter", MINI / "drafter")
+    assert spec.stdout == plain.stdout
+    err = spec.stderr.decode()
+    line = next(l for l in err.splitlines() if l.startswith("speculative:"))
+    steps = int(line.split()[1])
+    mean = float(line.split("mean accepted length ")[1].split()[0])
+    assert 0 < steps < 96 and mean > 1.0, line
+    hist = [int(x) for x in line.split("tokens per step: ")[1].split()]
+    assert len(hist) == 16 and sum(hist) == steps, line
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--temp", "0.8"], "pass --temp 0"),
+    (["--temp", "0", "--repeat-penalty", "1.1"], "penalties"),
+    (["--temp", "0", "--device", "cuda"], "CPU backend only"),
+])
+def test_run_with_drafter_refuses_what_it_cannot_honour(saker, extra, message):
+    load("metrics.json")
+    r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", "--drafter", MINI / "drafter", *extra, check=False)
+    assert r.returncode != 0 and message in r.stderr.decode(), r.stderr.decode()
+
+
+def test_run_with_a_folder_that_is_no_drafter(saker, tmp_path):
+    load("metrics.json")
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"]}))
+    r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", "--temp", "0", "--drafter", tmp_path, check=False)
+    assert r.returncode != 0 and "not a DFlash drafter" in r.stderr.decode(), r.stderr.decode()
+    r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", "--temp", "0", "--drafter", tmp_path / "nope",
+              check=False)
+    assert r.returncode != 0 and "config.json and model.safetensors" in r.stderr.decode(), r.stderr.decode()
