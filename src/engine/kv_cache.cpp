@@ -4,15 +4,20 @@
 
 namespace saker {
 
-KvCacheConfig kv_cache_config_for(const Model& model, int64_t n_tokens, DType dtype) {
-  const ModelHParams& h = model.hparams();
+KvCacheConfig kv_cache_config(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_tokens, DType dtype) {
   KvCacheConfig c;
-  c.n_layer = h.n_layer;
-  c.n_head_kv = h.n_head_kv;
-  c.head_dim = h.head_dim;
+  c.n_layer = n_layer;
+  c.n_head_kv = n_head_kv;
+  c.head_dim = head_dim;
   c.block_size = 16;
   c.n_blocks = (n_tokens + c.block_size - 1) / c.block_size;
   c.dtype = dtype;
+  return c;
+}
+
+KvCacheConfig kv_cache_config_for(const Model& model, int64_t n_tokens, DType dtype) {
+  const ModelHParams& h = model.hparams();
+  KvCacheConfig c = kv_cache_config(h.n_layer, h.n_head_kv, h.head_dim, n_tokens, dtype);
   c.host_storage = !model.owns_kv_cache();
   return c;
 }

@@ -19,7 +19,9 @@ struct KvCacheConfig {
   bool host_storage = true;   // false: views carry the geometry only (a device model owns the cache)
 };
 
-// A cache of n_tokens slots for `model` in blocks of 16, with host storage unless the model keeps its own.
+// A host cache of n_tokens slots in blocks of 16 for layers of n_head_kv heads of head_dim.
+KvCacheConfig kv_cache_config(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_tokens, DType dtype);
+// The same for `model`'s layers, with host storage unless the model keeps its own.
 KvCacheConfig kv_cache_config_for(const Model& model, int64_t n_tokens, DType dtype);
 
 class KvCache {

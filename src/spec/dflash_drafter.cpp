@@ -113,12 +113,7 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& di
                       "of its own)", file.path(), file.tensors().size(), expected, c.n_layer);
   }
 
-  KvCacheConfig kc;
-  kc.n_layer = c.n_layer;
-  kc.n_head_kv = c.n_head_kv;
-  kc.head_dim = c.head_dim;
-  kc.block_size = 16;
-  kc.n_blocks = (n_ctx + kc.block_size - 1) / kc.block_size;
+  const KvCacheConfig kc = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, DType::kF32);
   SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(kc));
   d->kv_ = std::make_unique<KvCache>(std::move(kv));
   d->block_table_.resize(kc.n_blocks);
