@@ -144,6 +144,15 @@ def write(path, m):
     w("")
     w(f"    {acc['command']}")
     w("")
+    sp = m.get("saker_speculative")
+    if sp:
+        w(f"Measured by saker itself (`saker run --drafter drafter`, CPU, the Q8_0 GGUF as target, "
+          f"{sp['kernels']}; {sp['saker']} on {sp['cpu']}): **{sp['mean_accepted_length']} tokens per verify "
+          f"step** over {sp['verify_steps']} verify steps on the same {sp['prompts']} prompts "
+          f"({sp['new_tokens_per_prompt']} new tokens each); speculative output differed from saker's plain greedy "
+          f"output on {sp['greedy_mismatch_prompts']} prompts. Tokens per step, 1..{len(sp['histogram_tokens_per_step'])}: "
+          f"{sp['histogram_tokens_per_step']}. Command: `{sp['command']}`.")
+        w("")
     target_len = 3.0
     if acc["mean_accepted_length"] < target_len:
         w(f"**This is below the {target_len:.1f} tokens per verify step that saker-mini's drafter is meant to "
@@ -162,7 +171,8 @@ def write(path, m):
     if chk:
         w("## saker check")
         w("")
-        w(f"saker's CPU backend on the Q8_0 GGUF, greedy, first {chk['tokens']} tokens of each of the "
+        where = f" ({chk['saker']} on {chk['cpu']})" if chk.get("cpu") else ""
+        w(f"saker's CPU backend on the Q8_0 GGUF{where}, greedy, first {chk['tokens']} tokens of each of the "
           f"{chk['prompts']} reference prompts, against transformers' continuation of the same Q8_0 weights:")
         w("")
         if "identical_to_q8_0_reference_ref_ops" in chk:
