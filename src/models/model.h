@@ -25,7 +25,8 @@ struct LayerKv {
 };
 
 // Hidden states a speculative drafter reads from the target: the output of decoder layer layers[j] (after its
-// residual add; Hugging Face's hidden_states[layers[j] + 1]) for every batch token.
+// residual add; Hugging Face's hidden_states[layers[j] + 1]) for every batch token. Only the CPU decoder fills
+// them so far; callers check Model::device() (spec::SpeculativeGenerator refuses any other target).
 struct HiddenTaps {
   std::span<const int32_t> layers;  // [n_taps] 0-based decoder layer ids; empty: no taps
   float* out = nullptr;             // [n_tokens, n_taps, n_embd]

@@ -21,6 +21,11 @@ SpeculativeGenerator::SpeculativeGenerator(Model& target, DFlashDrafter& drafter
 Result<std::unique_ptr<SpeculativeGenerator>> SpeculativeGenerator::create(Model& target, DFlashDrafter& drafter,
                                                                            int64_t n_ctx) {
   if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "context size must be positive (got {})", n_ctx);
+  if (target.device() != Device::kCpu) {
+    return make_error(StatusCode::kUnsupported,
+                      "speculative decoding runs on the CPU backend only for now (the target's hidden states are "
+                      "tapped there): use --device cpu");
+  }
   SAKER_RETURN_IF_ERROR(drafter.config().check_target(target.hparams()));
   const int64_t block = drafter.config().block_size;
   if (drafter.n_ctx() < n_ctx + block) {

@@ -50,7 +50,8 @@ struct SpeculativeOptions {
 
 class SpeculativeGenerator {
  public:
-  // n_ctx: the longest prompt + generation held. The drafter must have been loaded for this target.
+  // n_ctx: the longest prompt + generation held. The drafter must have been loaded for this target, which
+  // must run on the CPU backend (the only one that taps hidden states so far).
   static Result<std::unique_ptr<SpeculativeGenerator>> create(Model& target, DFlashDrafter& drafter, int64_t n_ctx);
 
   // Greedy (temperature 0) only: sampled verification is not built yet.

@@ -146,5 +146,32 @@ TEST(SakerMiniSpeculative, MismatchedDrafterFilesAreRefused) {
   fs::remove_all(dir);
 }
 
+// A target on another backend than the CPU (the only one that taps hidden states so far) is refused by name.
+TEST(SakerMiniSpeculative, ATargetOffTheCpuIsRefused) {
+  SAKER_REQUIRE_MINI();
+  struct OnAnotherDevice : Model {
+    Model& inner;
+    explicit OnAnotherDevice(Model& m) : inner(m) {}
+    const ModelHParams& hparams() const override { return inner.hparams(); }
+    Status forward(const ForwardBatch& b, std::span<const LayerKv> kv, float* logits) override {
+      return inner.forward(b, kv, logits);
+    }
+    Device device() const override { return Device::kCuda; }
+  };
+  auto weights = load_mini_weights();
+  ASSERT_TRUE(weights);
+  auto model = load_mini(OpsOptions{}, weights);
+  ASSERT_TRUE(model);
+  auto drafter = spec::DFlashDrafter::load((mini_dir() / "drafter").string(), weights, 256);
+  ASSERT_TRUE(drafter.ok()) << drafter.status().to_string();
+  OnAnotherDevice gpu(*model);
+  auto sg = spec::SpeculativeGenerator::create(gpu, **drafter, 128);
+  ASSERT_FALSE(sg.ok());
+  EXPECT_NE(sg.status().message().find("CPU backend only"), std::string::npos) << sg.status().to_string();
+  sg = spec::SpeculativeGenerator::create(*model, **drafter, 1024);  // the drafter holds 256 positions
+  ASSERT_FALSE(sg.ok());
+  EXPECT_NE(sg.status().message().find("the drafter holds"), std::string::npos) << sg.status().to_string();
+}
+
 }  // namespace
 }  // namespace saker

@@ -468,10 +468,6 @@ Status CudaDecoder::forward(const ForwardBatch& batch, std::span<const LayerKv> 
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   if (T == 0) return {};
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!batch.taps.layers.empty()) {
-    return make_error(StatusCode::kUnsupported,
-                      "hidden-state taps (speculative drafting) run on the CPU backend only for now: use --device cpu");
-  }
   if (batch.attn.n_tokens() != T) {
     return make_error(StatusCode::kInvalidArgument, "forward: {} tokens but attention metadata for {}", T,
                       batch.attn.n_tokens());
