@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "engine/generator.h"
+#include "engine/stop_matcher.h"
 #include "spec/dflash_drafter.h"
 #include "spec/speculative_generator.h"
 #include "text/detokenizer.h"
@@ -67,26 +68,33 @@ void print_ids(const std::vector<int32_t>& tokens) {
   fmt::print("ids: {}\n", ids);
 }
 
-// Speculation rests on greedy verification for now: options that change the target's choice of token are
-// refused rather than ignored.
+// What speculation cannot honour yet is refused rather than ignored.
 Status check_speculative_args(const RunArgs& a) {
-  auto refuse = [](const char* what) {
-    return make_error(StatusCode::kInvalidArgument, "--drafter: {} (speculative decoding is greedy only for now)",
-                      what);
-  };
-  if (a.temperature != 0.0f) return refuse("pass --temp 0");
-  if (a.repeat_penalty != 1.0f || a.presence_penalty != 0.0f || a.frequency_penalty != 0.0f) {
-    return refuse("penalties are not supported");
+  if (!a.logits_out.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "--drafter: --logits-out is not supported with a drafter");
   }
-  if (!a.stop.empty()) return refuse("--stop is not supported");
-  if (!a.logits_out.empty()) return refuse("--logits-out is not supported");
   if (a.device == "cuda") {
     return make_error(StatusCode::kUnsupported, "--drafter runs on the CPU backend only for now: use --device cpu");
   }
   return {};
 }
 
-// Greedy decoding with a DFlash drafter: the same tokens as plain greedy decoding, fewer target forwards.
+SamplingParams sampling_from(const RunArgs& a) {
+  SamplingParams p;
+  p.temperature = a.temperature;
+  p.top_k = a.top_k;
+  p.top_p = a.top_p;
+  p.min_p = a.min_p;
+  p.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
+  p.repetition_penalty = a.repeat_penalty;
+  p.presence_penalty = a.presence_penalty;
+  p.frequency_penalty = a.frequency_penalty;
+  p.penalty_last_n = a.repeat_last_n;
+  return p;
+}
+
+// Decoding with a DFlash drafter: the same tokens as plain decoding with the same flags and seed, fewer target
+// forwards.
 int run_speculative(const RunArgs& a, LoadedModel& lm, const std::vector<int32_t>& prompt, int64_t n_ctx,
                     const OpsOptions& ops) {
   auto drafter = spec::DFlashDrafter::load(a.drafter, lm.weights, n_ctx + 64, ops);
@@ -102,20 +110,30 @@ int run_speculative(const RunArgs& a, LoadedModel& lm, const std::vector<int32_t
   }
   spec::SpeculativeOptions opt;
   opt.max_tokens = a.n_predict;
+  opt.sampling = sampling_from(a);
   if (lm.tokenizer && !a.ignore_eos) {
     opt.is_end = [&lm](int32_t id) { return lm.tokenizer->is_end_of_generation(id); };
   }
-  opt.on_token = [&detok](int32_t id) {
-    if (detok) fmt::print("{}", detok->push(id));
+  StopMatcher stops(a.stop);
+  opt.on_token = [&](int32_t id) {
+    if (!detok) return true;
+    fmt::print("{}", stops.push(detok->push(id)));
     std::fflush(stdout);
-    return true;
+    return !stops.stopped();
   };
   if (!a.prompt.empty()) fmt::print("{}", a.prompt);
   auto result = (*gen)->generate(prompt, opt);
-  if (detok) fmt::print("{}", detok->flush());
+  if (!result.ok()) {
+    fmt::print("\n");
+    return fail(result.status().to_string());
+  }
+  spec::SpeculativeResult& r = *result;
+  if (stops.stopped()) {
+    r.finish = FinishReason::kStop;
+  } else if (detok) {
+    fmt::print("{}", stops.push(detok->flush()) + stops.flush());
+  }
   fmt::print("\n");
-  if (!result.ok()) return fail(result.status().to_string());
-  const spec::SpeculativeResult& r = *result;
   if (a.print_ids) print_ids(r.tokens);
   const auto& c = (*drafter)->config();
   fmt::print(stderr,
@@ -175,15 +193,7 @@ int run(const RunArgs& a) {
   opt.max_tokens = a.n_predict;
   opt.stop = a.stop;
   opt.ignore_eos = a.ignore_eos;
-  opt.sampling.temperature = a.temperature;
-  opt.sampling.top_k = a.top_k;
-  opt.sampling.top_p = a.top_p;
-  opt.sampling.min_p = a.min_p;
-  opt.sampling.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
-  opt.sampling.repetition_penalty = a.repeat_penalty;
-  opt.sampling.presence_penalty = a.presence_penalty;
-  opt.sampling.frequency_penalty = a.frequency_penalty;
-  opt.sampling.penalty_last_n = a.repeat_last_n;
+  opt.sampling = sampling_from(a);
 
   if (!a.prompt.empty()) {
     fmt::print("{}", a.prompt);
@@ -244,8 +254,8 @@ Command make_run_command() {
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
         s->add_option("--drafter", a->drafter,
-                      "DFlash drafter folder (config.json + model.safetensors) for speculative greedy decoding "
-                      "(--temp 0; CPU backend)");
+                      "DFlash drafter folder (config.json + model.safetensors): speculative decoding, the same "
+                      "output as without it (CPU backend)");
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

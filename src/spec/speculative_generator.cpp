@@ -4,14 +4,13 @@
 #include <chrono>
 #include <numeric>
 
+#include "sample/sampler.h"
+
 namespace saker::spec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-// The greedy sampler's choice: the highest logit, the lowest id among equals.
-int32_t argmax(const float* row, int64_t n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
 
 }  // namespace
 
@@ -89,6 +88,10 @@ Result<SpeculativeResult> SpeculativeGenerator::generate(std::span<const int32_t
     }
   }
   if (opt.max_tokens < 0) return make_error(StatusCode::kInvalidArgument, "max tokens must be >= 0");
+  SAKER_RETURN_IF_ERROR(opt.sampling.validate());
+  Sampler sampler(opt.sampling);
+  // Prompt + every token decided so far: the penalties' history, exactly as plain decoding keeps it.
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
   const int64_t block = drafter_.config().block_size;
   SpeculativeResult r;
   r.stats.tokens_per_step.assign(block, 0);
@@ -103,7 +106,7 @@ Result<SpeculativeResult> SpeculativeGenerator::generate(std::span<const int32_t
     SAKER_RETURN_IF_ERROR(forward(prompt.subspan(begin, end - begin), begin, &logits, &taps, false));
     SAKER_RETURN_IF_ERROR(drafter_.add_context(begin, end - begin, taps.data()));
   }
-  int32_t pending = argmax(logits.data(), h.n_vocab);
+  int32_t pending = sampler.sample(std::span<float>(logits.data(), h.n_vocab), history);
   r.prompt_ms = ms_since(t0);
 
   const auto t1 = Clock::now();
@@ -134,8 +137,19 @@ Result<SpeculativeResult> SpeculativeGenerator::generate(std::span<const int32_t
     cand.assign(1, pending);
     cand.insert(cand.end(), drafts.begin(), drafts.begin() + (width - 1));
     SAKER_RETURN_IF_ERROR(forward(cand, s, &logits, &taps, true));
-    int64_t n_acc = 0;  // drafts equal to the target's own greedy choice, in order
-    while (n_acc < width - 1 && cand[n_acc + 1] == argmax(logits.data() + n_acc * h.n_vocab, h.n_vocab)) ++n_acc;
+    // Row i decides the token after cand[i]: one sampler call per row, in order, each with the history
+    // through cand[i]; drafts are accepted while they equal that token.
+    int64_t n_acc = 0;
+    int32_t next = 0;
+    for (int64_t i = 0;; ++i) {
+      history.push_back(cand[i]);
+      next = sampler.sample(std::span<float>(logits.data() + i * h.n_vocab, h.n_vocab), history);
+      if (i + 1 < width && next == cand[i + 1]) {
+        ++n_acc;
+        continue;
+      }
+      break;
+    }
     const int64_t n_commit = n_acc + 1;
     ++r.stats.verify_steps;
     r.stats.committed_tokens += n_commit;
@@ -143,7 +157,7 @@ Result<SpeculativeResult> SpeculativeGenerator::generate(std::span<const int32_t
     SAKER_RETURN_IF_ERROR(drafter_.add_context(s, n_commit, taps.data()));
     for (int64_t i = 0; i < n_commit && going; ++i) going = emit(cand[i]);
     s += n_commit;
-    pending = argmax(logits.data() + n_acc * h.n_vocab, h.n_vocab);
+    pending = next;
   }
   r.generate_ms = ms_since(t1);
   return r;

@@ -1,13 +1,16 @@
 #pragma once
-// SpeculativeGenerator: greedy decoding of one sequence with a DFlash drafter, verified as a chain.
+// SpeculativeGenerator: decoding of one sequence with a DFlash drafter, verified as a chain.
 //
 // Each step: the drafter proposes block_size - 1 tokens after the pending token t (position s); the target
-// runs once over [t, d_1, ..] (slots s.., causal) with its hidden states tapped; d_i is accepted while it
-// equals the target's argmax of the row before it; t, the accepted drafts and the target's argmax after the
-// last accepted row (the new pending token) are the step's output. The target's K/V rows of rejected drafts
-// stay in slots past the committed length and are overwritten by the next step, which starts there. The
-// output is exactly plain greedy decoding's whenever verify rows' logits equal one-row decode logits (the CPU
-// backend's integer and float matmul paths guarantee it for batches under BLAS's threshold).
+// runs once over [t, d_1, ..] (slots s.., causal) with its hidden states tapped. Row i's logits go through the
+// same Sampler plain decoding uses (bias, penalties over the history up to that row, then greedy argmax or a
+// draw); d_{i+1} is accepted iff that token equals it, and the first token that differs (or the token after
+// the last draft) becomes the next pending token. For a deterministic draft this is the lossless rule of the
+// speculative-decoding notes (section 1: draw y ~ p_i, accept iff y == x_i), and it makes exactly one sampler
+// call per generated token, in order, as plain decoding does: with the same seed the output is plain
+// decoding's, token for token, whenever verify rows' logits equal one-row decode logits (the CPU backend's
+// integer and float matmul paths guarantee it for batches under BLAS's threshold). The target's K/V rows of
+// rejected drafts stay in slots past the committed length and are overwritten by the next step.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,6 +20,7 @@
 #include "engine/generator.h"
 #include "engine/kv_cache.h"
 #include "models/model.h"
+#include "sample/sampling_params.h"
 #include "spec/dflash_drafter.h"
 
 namespace saker::spec {
@@ -41,6 +45,12 @@ struct SpeculativeResult {
 
 struct SpeculativeOptions {
   int32_t max_tokens = 128;
+  // As for plain decoding; the default here is greedy (temperature 0).
+  SamplingParams sampling = [] {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    return p;
+  }();
   int32_t prefill_chunk = 512;
   // Ends generation at an end-of-generation token (not emitted); null: never (benchmarks).
   std::function<bool(int32_t)> is_end;
@@ -54,7 +64,6 @@ class SpeculativeGenerator {
   // must run on the CPU backend (the only one that taps hidden states so far).
   static Result<std::unique_ptr<SpeculativeGenerator>> create(Model& target, DFlashDrafter& drafter, int64_t n_ctx);
 
-  // Greedy (temperature 0) only: sampled verification is not built yet.
   Result<SpeculativeResult> generate(std::span<const int32_t> prompt, const SpeculativeOptions& options);
 
  private:

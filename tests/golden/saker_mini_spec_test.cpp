@@ -1,9 +1,11 @@
 // saker-mini's DFlash drafter run by saker (spec/) on the CPU: speculative greedy decoding of the held-out
 // prompts the recipe measured (heldout_prompts.json, 128 new tokens each) must equal plain greedy decoding
 // token for token, and its mean accepted length must agree with the recipe's PyTorch measurement
-// (metrics.json), which ran the same drafter file against the float32 target.
+// (metrics.json), which ran the same drafter file against the float32 target. Sampled speculative decoding
+// must equal plain sampling with the same seed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/generator.h"
+#include "sample/sampling_params.h"
 #include "saker_mini.h"
 #include "spec/dflash_drafter.h"
 #include "spec/speculative_generator.h"
@@ -110,6 +113,54 @@ TEST(SakerMiniSpeculative, FloatActivationsAreLosslessToo) {
   double mean = 0;
   speculative_equals_greedy(ops, "f32 activations", 8, &mean);  // the portable path is slow: 8 prompts
   EXPECT_GE(mean, 3.0);
+}
+
+// Sampling: one sampler call per generated token, in order, with the same history, so with the same seed the
+// speculative output is plain sampling's, draw for draw (the lossless rule for a deterministic draft: accept
+// d_i iff the token drawn from row i equals it). Equality for every seed is stronger than matching the
+// distribution of outputs over seeds.
+TEST(SakerMiniSpeculative, SampledDecodingIsPlainSamplingDrawForDraw) {
+  SAKER_REQUIRE_MINI();
+  HeldOut held = load_heldout();
+  held.prompts.resize(std::min<size_t>(held.prompts.size(), 8));
+  auto weights = load_mini_weights();
+  ASSERT_TRUE(weights);
+  auto model = load_mini(OpsOptions{}, weights);
+  ASSERT_TRUE(model);
+  auto drafter = spec::DFlashDrafter::load((mini_dir() / "drafter").string(), weights, kCtx + 64);
+  ASSERT_TRUE(drafter.ok()) << drafter.status().to_string();
+  auto sg = spec::SpeculativeGenerator::create(*model, **drafter, kCtx);
+  ASSERT_TRUE(sg.ok()) << sg.status().to_string();
+  auto g = Generator::create(*model, nullptr, kCtx);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  int64_t steps = 0, committed = 0;
+  for (size_t i = 0; i < held.prompts.size(); ++i) {
+    SamplingParams sp;
+    sp.temperature = i % 2 ? 0.8f : 1.0f;
+    sp.top_k = i % 2 ? 40 : 0;
+    sp.top_p = i % 2 ? 0.95f : 1.0f;
+    sp.min_p = 0.0f;
+    sp.repetition_penalty = i % 4 == 3 ? 1.1f : 1.0f;
+    sp.seed = 1000 + i;
+    GenerateOptions plain_opt;
+    plain_opt.max_tokens = held.new_tokens;
+    plain_opt.ignore_eos = true;
+    plain_opt.sampling = sp;
+    auto plain = (*g)->generate(held.prompts[i], plain_opt);
+    ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+    spec::SpeculativeOptions opt;
+    opt.max_tokens = held.new_tokens;
+    opt.sampling = sp;
+    auto r = (*sg)->generate(held.prompts[i], opt);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->tokens, plain->tokens) << "prompt " << i << " (temperature " << sp.temperature << ", seed "
+                                        << sp.seed << "): speculative sampling differs from plain sampling";
+    steps += r->stats.verify_steps;
+    committed += r->stats.committed_tokens;
+  }
+  std::printf("saker-mini speculative sampling (temperature 0.8-1.0): %zu prompts, mean accepted length %.3f over "
+              "%lld verify steps\n", held.prompts.size(), double(committed) / double(steps),
+              static_cast<long long>(steps));
 }
 
 // A drafter folder that does not fit the target, or whose files disagree with its config, is refused by name.

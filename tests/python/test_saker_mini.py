@@ -64,10 +64,26 @@ def test_run_with_drafter_prints_the_same_text_and_its_acceptance(saker):
     assert len(hist) == 16 and sum(hist) == steps, line
 
 
+@pytest.mark.parametrize("flags", [
+    ["--temp", "0.8", "--seed", "7"],
+    ["--temp", "1", "--top-k", "0", "--top-p", "1", "--min-p", "0", "--seed", "3"],
+    ["--temp", "0.7", "--repeat-penalty", "1.2", "--seed", "11"],
+    ["--temp", "0", "--stop", "return"],
+])
+def test_run_with_drafter_samples_exactly_as_without(saker, flags):
+    """Sampling flags, penalties and stop strings: with the same seed, the same text and ids as plain decoding."""
+    load("metrics.json")
+    args = ["run", "-m", GGUF, "--device", "cpu", "-p", "def fibonacci(n):", "-n", "96", "--print-ids", *flags]
+    plain = saker(*args)
+    spec = saker(*args, "--drafter", MINI / "drafter")
+    assert spec.stdout == plain.stdout
+    finish = lambda p: p.stderr.decode().split("finish: ")[1].split()[0]
+    assert finish(spec) == finish(plain)
+
+
 @pytest.mark.parametrize("extra,message", [
-    (["--temp", "0.8"], "pass --temp 0"),
-    (["--temp", "0", "--repeat-penalty", "1.1"], "penalties"),
     (["--temp", "0", "--device", "cuda"], "CPU backend only"),
+    (["--temp", "0", "--logits-out", "/dev/null"], "--logits-out"),
 ])
 def test_run_with_drafter_refuses_what_it_cannot_honour(saker, extra, message):
     load("metrics.json")
