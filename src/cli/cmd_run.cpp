@@ -43,6 +43,7 @@ struct RunArgs {
   std::string logits_out;
   bool no_blas = false;
   std::string drafter;
+  int32_t draft_tree = 0;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& s) {
@@ -111,6 +112,7 @@ int run_speculative(const RunArgs& a, LoadedModel& lm, const std::vector<int32_t
   spec::SpeculativeOptions opt;
   opt.max_tokens = a.n_predict;
   opt.sampling = sampling_from(a);
+  opt.tree_budget = a.draft_tree;
   if (lm.tokenizer && !a.ignore_eos) {
     opt.is_end = [&lm](int32_t id) { return lm.tokenizer->is_end_of_generation(id); };
   }
@@ -138,11 +140,12 @@ int run_speculative(const RunArgs& a, LoadedModel& lm, const std::vector<int32_t
   const auto& c = (*drafter)->config();
   fmt::print(stderr,
              "\nprompt: {} tokens in {:.1f} ms | generation: {} tokens in {:.1f} ms ({:.1f} tok/s) | finish: {}\n"
-             "speculative: {} verify steps, mean accepted length {:.3f} (block {}, {} draft layers); tokens per "
-             "step: {}\n",
+             "speculative: {} verify steps, mean accepted length {:.3f} (block {}, {} draft layers, {}); tokens "
+             "per step: {}\n",
              prompt.size(), r.prompt_ms, r.tokens.size(), r.generate_ms,
              r.tokens.size() * 1000.0 / std::max(r.generate_ms, 1e-9), finish_reason_name(r.finish),
              r.stats.verify_steps, r.stats.mean_accepted_length(), c.block_size, c.n_layer,
+             a.draft_tree > 0 ? fmt::format("tree of {} nodes", a.draft_tree) : std::string("chain"),
              fmt::join(r.stats.tokens_per_step, " "));
   return 0;
 }
@@ -151,6 +154,8 @@ int run(const RunArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of -p/--prompt and --prompt-ids");
   if (!a.drafter.empty()) {
     if (Status st = check_speculative_args(a); !st.ok()) return fail(st.to_string());
+  } else if (a.draft_tree > 0) {
+    return fail("--draft-tree needs --drafter");
   }
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
@@ -256,6 +261,11 @@ Command make_run_command() {
         s->add_option("--drafter", a->drafter,
                       "DFlash drafter folder (config.json + model.safetensors): speculative decoding, the same "
                       "output as without it (CPU backend)");
+        s->add_option("--draft-tree", a->draft_tree,
+                      "With --drafter: verify a tree of up to N draft tokens grown from the drafter's top tokens per "
+                      "position (0: its single best chain)")
+            ->check(CLI::Range(0, spec::SpeculativeGenerator::kMaxTreeNodes))
+            ->capture_default_str();
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

@@ -1,5 +1,6 @@
 #include "engine/kv_cache.h"
 
+#include <cstring>
 #include <new>
 
 namespace saker {
@@ -55,6 +56,41 @@ Result<KvCache> KvCache::create(const KvCacheConfig& c) {
                       2 * bytes * c.n_layer / (1 << 20));
   }
   return kv;
+}
+
+Status KvCache::copy_slots(std::span<const int32_t> block_table, std::span<const int32_t> from,
+                          std::span<const int32_t> to) {
+  const KvCacheConfig& c = config_;
+  if (!c.host_storage) return make_error(StatusCode::kUnsupported, "copy_slots: the KV cache has no host storage");
+  if (from.size() != to.size()) {
+    return make_error(StatusCode::kInvalidArgument, "copy_slots: {} sources for {} destinations", from.size(),
+                      to.size());
+  }
+  const int64_t n_slots = static_cast<int64_t>(block_table.size()) * c.block_size;
+  const uint64_t row_bytes = static_cast<uint64_t>(c.n_head_kv * c.head_dim) * traits(c.dtype).block_bytes;
+  auto offset = [&](int32_t slot) -> uint64_t {
+    const int32_t block = block_table[slot / c.block_size];
+    return (static_cast<uint64_t>(block) * c.block_size + slot % c.block_size) * row_bytes;
+  };
+  for (size_t i = 0; i < from.size(); ++i) {
+    for (int32_t s : {from[i], to[i]}) {
+      if (s < 0 || s >= n_slots) {
+        return make_error(StatusCode::kOutOfRange, "copy_slots: slot {} outside the sequence's {} slots", s, n_slots);
+      }
+    }
+    for (int32_t s : {block_table[from[i] / c.block_size], block_table[to[i] / c.block_size]}) {
+      if (s < 0 || s >= c.n_blocks) return make_error(StatusCode::kOutOfRange, "copy_slots: block {} outside the cache", s);
+    }
+  }
+  for (const LayerKv& layer : layers_) {
+    for (const TensorView* t : {&layer.k, &layer.v}) {
+      auto* base = static_cast<uint8_t*>(t->data);
+      for (size_t i = 0; i < from.size(); ++i) {
+        if (from[i] != to[i]) std::memmove(base + offset(to[i]), base + offset(from[i]), row_bytes);
+      }
+    }
+  }
+  return {};
 }
 
 uint64_t KvCache::size_bytes() const {

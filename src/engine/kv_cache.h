@@ -2,6 +2,7 @@
 // KvCache: host storage for every layer's paged K and V, [n_blocks, block_size, n_head_kv, head_dim] each.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/buffer.h"
@@ -29,6 +30,10 @@ class KvCache {
   static Result<KvCache> create(const KvCacheConfig& config);
 
   const KvCacheConfig& config() const { return config_; }
+  // Copies the K and V rows of slot from[i] to slot to[i] of one sequence (block_table maps its slots), in
+  // every layer, in order i = 0, 1, ...: a speculative tree's accepted nodes moving to consecutive slots.
+  // Host storage only.
+  Status copy_slots(std::span<const int32_t> block_table, std::span<const int32_t> from, std::span<const int32_t> to);
   std::span<const LayerKv> layers() const { return layers_; }
   uint64_t size_bytes() const;
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "ops/cpu/attention.h"
@@ -168,7 +169,7 @@ Status DFlashDrafter::add_context(int64_t first, int64_t n, const float* taps) {
   return {};
 }
 
-Status DFlashDrafter::propose(int32_t pending, std::vector<int32_t>* drafts) {
+Status DFlashDrafter::block_logits(int32_t pending, std::vector<float>* logits_out) {
   const DFlashConfig& c = config_;
   const int64_t B = c.block_size, H = c.n_embd, s = n_context_;
   if (s + B > n_ctx_) {
@@ -211,12 +212,43 @@ Status DFlashDrafter::propose(int32_t pending, std::vector<int32_t>* drafts) {
   // Rows 1..B-1 through the final norm and the target's head.
   const TensorView rows = f32(h.data() + H, {B - 1, H});
   SAKER_RETURN_IF_ERROR(ref::rms_norm(rows, norm_, rows, eps));
-  std::vector<float> logits((B - 1) * c.n_vocab);  // [B - 1, n_vocab]
-  SAKER_RETURN_IF_ERROR(matmul(rows, output_, f32(logits.data(), {B - 1, c.n_vocab})));
-  drafts->resize(B - 1);
-  for (int64_t i = 0; i < B - 1; ++i) {
-    const float* r = logits.data() + i * c.n_vocab;
-    (*drafts)[i] = static_cast<int32_t>(std::max_element(r, r + c.n_vocab) - r);  // ties: lowest id
+  logits_out->resize((B - 1) * c.n_vocab);  // [B - 1, n_vocab]
+  return matmul(rows, output_, f32(logits_out->data(), {B - 1, c.n_vocab}));
+}
+
+Status DFlashDrafter::propose(int32_t pending, std::vector<int32_t>* drafts) {
+  std::vector<float> logits;
+  SAKER_RETURN_IF_ERROR(block_logits(pending, &logits));
+  const int64_t V = config_.n_vocab, rows = config_.block_size - 1;
+  drafts->resize(rows);
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* r = logits.data() + i * V;
+    (*drafts)[i] = static_cast<int32_t>(std::max_element(r, r + V) - r);  // ties: lowest id
+  }
+  return {};
+}
+
+Status DFlashDrafter::propose_top(int32_t pending, int32_t k, std::vector<TopTokens>* out) {
+  if (k <= 0) return make_error(StatusCode::kInvalidArgument, "drafter: top-{} asked for", k);
+  std::vector<float> logits;
+  SAKER_RETURN_IF_ERROR(block_logits(pending, &logits));
+  const int64_t V = config_.n_vocab, rows = config_.block_size - 1;
+  const int64_t n = std::min<int64_t>(k, V);
+  out->resize(rows);
+  std::vector<int32_t> ids(V);
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* r = logits.data() + i * V;
+    const float m = *std::max_element(r, r + V);
+    double sum = 0;
+    for (int64_t j = 0; j < V; ++j) sum += std::exp(static_cast<double>(r[j] - m));
+    const float log_z = m + static_cast<float>(std::log(sum));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                      [r](int32_t a, int32_t b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
+    TopTokens& t = (*out)[i];
+    t.ids.assign(ids.begin(), ids.begin() + n);
+    t.logprobs.resize(n);
+    for (int64_t j = 0; j < n; ++j) t.logprobs[j] = r[ids[j]] - log_z;
   }
   return {};
 }

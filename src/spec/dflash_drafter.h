@@ -47,8 +47,15 @@ class DFlashDrafter {
   // n_context(): positions from `first` on are replaced (those of a rejected draft are never added).
   Status add_context(int64_t first, int64_t n,
                      const float* taps);  // [n, n_taps, n_embd], HiddenTaps layout
-  // The block_size - 1 draft tokens after `pending`, which sits at position n_context().
+  // The block_size - 1 draft tokens after `pending`, which sits at position n_context(): each row's argmax.
   Status propose(int32_t pending, std::vector<int32_t>* drafts);
+  // The same block, as the k most likely tokens of each row with their log-probabilities (highest first, the
+  // lowest id among equals): what a draft tree is built from. rows: [block_size - 1].
+  struct TopTokens {
+    std::vector<int32_t> ids;       // [k]
+    std::vector<float> logprobs;    // [k]
+  };
+  Status propose_top(int32_t pending, int32_t k, std::vector<TopTokens>* rows);
 
  private:
   struct Layer {
@@ -61,6 +68,8 @@ class DFlashDrafter {
   DFlashDrafter() = default;
   Result<TensorView> load_tensor(const SafetensorsFile& file, const std::string& name, std::vector<int64_t> shape);
   Status matmul(const TensorView& x, const TensorView& w, const TensorView& out) const;
+  // The block's draft logits: [block_size - 1, n_vocab], row i for position n_context() + 1 + i.
+  Status block_logits(int32_t pending, std::vector<float>* logits);
   // K (normed, rotated) and V of rows `x` [n, n_embd] at positions first.. into layer l's cache.
   Status write_kv(int64_t l, const TensorView& x, int64_t first, std::vector<float>* k, std::vector<float>* v);
 

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "sample/sampler.h"
+#include "spec/draft_tree.h"
 
 namespace saker::spec {
 namespace {
@@ -31,8 +32,10 @@ Result<std::unique_ptr<SpeculativeGenerator>> SpeculativeGenerator::create(Model
     return make_error(StatusCode::kInvalidArgument, "the drafter holds {} positions; {} + a block of {} are needed",
                       drafter.n_ctx(), n_ctx, block);
   }
-  // The verify step writes a whole block past the committed length, so the cache holds n_ctx + block slots.
-  const KvCacheConfig c = kv_cache_config_for(target, n_ctx + block, DType::kF32);
+  // A verify step writes its root and nodes past the committed length: n_ctx plus the larger of a block and a
+  // full tree.
+  const int64_t extra = std::max<int64_t>(block, kMaxTreeNodes + 1);
+  const KvCacheConfig c = kv_cache_config_for(target, n_ctx + extra, DType::kF32);
   SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(c));
   std::unique_ptr<SpeculativeGenerator> g(new SpeculativeGenerator(target, drafter, n_ctx, std::move(kv)));
   g->block_table_.resize(c.n_blocks);
@@ -40,13 +43,15 @@ Result<std::unique_ptr<SpeculativeGenerator>> SpeculativeGenerator::create(Model
   return g;
 }
 
-Status SpeculativeGenerator::forward(std::span<const int32_t> tokens, int64_t first, std::vector<float>* logits,
-                                     std::vector<float>* taps, bool all_logits) {
+Status SpeculativeGenerator::forward(std::span<const int32_t> tokens, int64_t first, std::span<const int32_t> parents,
+                                     std::span<const int32_t> positions, std::vector<float>* logits,
+                                     std::vector<float>* taps) {
   const ModelHParams& h = target_.hparams();
   const int64_t n = static_cast<int64_t>(tokens.size());
-  std::vector<int32_t> seq(n, 0), slot(n), outputs(all_logits ? n : 1);
+  const bool tree = !parents.empty();
+  std::vector<int32_t> seq(n, 0), slot(n), outputs(tree ? n : 1);
   std::iota(slot.begin(), slot.end(), static_cast<int32_t>(first));
-  if (all_logits) {
+  if (tree) {
     std::iota(outputs.begin(), outputs.end(), 0);
   } else {
     outputs[0] = static_cast<int32_t>(n - 1);
@@ -54,13 +59,15 @@ Status SpeculativeGenerator::forward(std::span<const int32_t> tokens, int64_t fi
   AttentionSequence s;
   s.block_table = block_table_;
   s.n_ctx = static_cast<int32_t>(first + n);
-  s.mask = AttentionMask::kCausal;
+  s.mask = tree ? AttentionMask::kTree : AttentionMask::kCausal;
+  s.tree_start = tree ? static_cast<int32_t>(first) : 0;
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.attn.sequences = std::span<const AttentionSequence>(&s, 1);
   batch.attn.token_seq = seq;
   batch.attn.token_slot = slot;
-  batch.attn.token_pos = slot;  // a chain: position == slot
+  batch.attn.token_pos = tree ? positions : std::span<const int32_t>(slot);  // a chain: position == slot
+  batch.attn.token_parent = parents;
   batch.output_rows = outputs;
   const std::span<const int32_t> layers = drafter_.target_layers();
   taps->resize(n * static_cast<int64_t>(layers.size()) * h.n_embd);
@@ -88,6 +95,10 @@ Result<SpeculativeResult> SpeculativeGenerator::generate(std::span<const int32_t
     }
   }
   if (opt.max_tokens < 0) return make_error(StatusCode::kInvalidArgument, "max tokens must be >= 0");
+  if (opt.tree_budget < 0 || opt.tree_budget > kMaxTreeNodes) {
+    return make_error(StatusCode::kInvalidArgument, "draft tree budget {} outside 0..{}", opt.tree_budget,
+                      kMaxTreeNodes);
+  }
   SAKER_RETURN_IF_ERROR(opt.sampling.validate());
   Sampler sampler(opt.sampling);
   // Prompt + every token decided so far: the penalties' history, exactly as plain decoding keeps it.
@@ -103,7 +114,7 @@ Result<SpeculativeResult> SpeculativeGenerator::generate(std::span<const int32_t
   const int64_t chunk = std::max<int32_t>(1, opt.prefill_chunk);
   for (int64_t begin = 0; begin < n_prompt; begin += chunk) {
     const int64_t end = std::min(n_prompt, begin + chunk);
-    SAKER_RETURN_IF_ERROR(forward(prompt.subspan(begin, end - begin), begin, &logits, &taps, false));
+    SAKER_RETURN_IF_ERROR(forward(prompt.subspan(begin, end - begin), begin, {}, {}, &logits, &taps));
     SAKER_RETURN_IF_ERROR(drafter_.add_context(begin, end - begin, taps.data()));
   }
   int32_t pending = sampler.sample(std::span<float>(logits.data(), h.n_vocab), history);
@@ -111,7 +122,6 @@ Result<SpeculativeResult> SpeculativeGenerator::generate(std::span<const int32_t
 
   const auto t1 = Clock::now();
   int64_t s = n_prompt;  // committed positions; the pending token sits at s
-  std::vector<int32_t> drafts, cand;
   auto emit = [&](int32_t id) {  // false: generation ends here
     if (opt.is_end && opt.is_end(id)) {
       r.finish = FinishReason::kEos;
@@ -130,32 +140,71 @@ Result<SpeculativeResult> SpeculativeGenerator::generate(std::span<const int32_t
     return true;
   };
   bool going = opt.max_tokens > 0;
+  const int64_t n_taps = static_cast<int64_t>(drafter_.target_layers().size()) * h.n_embd;
+  std::vector<int32_t> drafts, cand, parents, positions, path, from, to;
+  std::vector<DFlashDrafter::TopTokens> top;
+  std::vector<DepthCandidates> depths;
+  std::vector<float> path_taps;
+  DraftTree tree;
   while (going) {
-    // The block shrinks near the end of the context: never past n_ctx committed positions.
-    const int64_t width = std::min<int64_t>(block, n_ctx_ - s);
-    SAKER_RETURN_IF_ERROR(drafter_.propose(pending, &drafts));
-    cand.assign(1, pending);
-    cand.insert(cand.end(), drafts.begin(), drafts.begin() + (width - 1));
-    SAKER_RETURN_IF_ERROR(forward(cand, s, &logits, &taps, true));
-    // Row i decides the token after cand[i]: one sampler call per row, in order, each with the history
-    // through cand[i]; drafts are accepted while they equal that token.
-    int64_t n_acc = 0;
-    int32_t next = 0;
-    for (int64_t i = 0;; ++i) {
-      history.push_back(cand[i]);
-      next = sampler.sample(std::span<float>(logits.data() + i * h.n_vocab, h.n_vocab), history);
-      if (i + 1 < width && next == cand[i + 1]) {
-        ++n_acc;
-        continue;
+    // Never deeper than the context allows: at most n_ctx committed positions.
+    const int64_t max_depth = std::min<int64_t>(block - 1, n_ctx_ - s - 1);
+    tree = DraftTree{};
+    if (opt.tree_budget > 0) {
+      SAKER_RETURN_IF_ERROR(drafter_.propose_top(pending, std::min(opt.tree_budget, 16), &top));
+      depths.clear();
+      for (int64_t d = 0; d < max_depth; ++d) depths.push_back({top[d].ids, top[d].logprobs});
+      tree = build_draft_tree(depths, opt.tree_budget);
+    } else {
+      SAKER_RETURN_IF_ERROR(drafter_.propose(pending, &drafts));
+      for (int64_t d = 0; d < max_depth; ++d) {
+        tree.tokens.push_back(drafts[d]);
+        tree.depth.push_back(static_cast<int32_t>(d + 1));
+        tree.parent.push_back(static_cast<int32_t>(d - 1));
       }
-      break;
     }
-    const int64_t n_commit = n_acc + 1;
+    // Batch: the root (the pending token) then the nodes; batch index = node index + 1.
+    const int64_t n = 1 + tree.size();
+    cand.assign(1, pending);
+    cand.insert(cand.end(), tree.tokens.begin(), tree.tokens.end());
+    parents.assign(1, -1);
+    positions.assign(1, static_cast<int32_t>(s));
+    std::vector<std::vector<int32_t>> children(n);
+    for (int64_t j = 0; j < tree.size(); ++j) {
+      parents.push_back(tree.parent[j] + 1);
+      positions.push_back(static_cast<int32_t>(s + tree.depth[j]));
+      children[tree.parent[j] + 1].push_back(static_cast<int32_t>(j + 1));
+    }
+    SAKER_RETURN_IF_ERROR(forward(cand, s, parents, positions, &logits, &taps));
+    // The walk: one sampler call per row on the accepted path, each with the history through that node.
+    path.assign(1, 0);
+    int32_t next = 0;
+    for (;;) {
+      const int32_t cur = path.back();
+      history.push_back(cand[cur]);
+      next = sampler.sample(std::span<float>(logits.data() + cur * h.n_vocab, h.n_vocab), history);
+      const auto& kids = children[cur];
+      const auto child = std::find_if(kids.begin(), kids.end(), [&](int32_t c) { return cand[c] == next; });
+      if (child == kids.end()) break;
+      path.push_back(*child);
+    }
+    const int64_t n_commit = static_cast<int64_t>(path.size());
     ++r.stats.verify_steps;
     r.stats.committed_tokens += n_commit;
     ++r.stats.tokens_per_step[n_commit - 1];
-    SAKER_RETURN_IF_ERROR(drafter_.add_context(s, n_commit, taps.data()));
-    for (int64_t i = 0; i < n_commit && going; ++i) going = emit(cand[i]);
+    // The accepted nodes' K/V rows to consecutive slots s, s+1, ... (a node's slot s+index >= s+depth, and a
+    // deeper node's index is larger, so copying in path order never overwrites a row still to be read).
+    from.clear();
+    to.clear();
+    path_taps.resize(n_commit * n_taps);
+    for (int64_t k = 0; k < n_commit; ++k) {
+      from.push_back(static_cast<int32_t>(s + path[k]));
+      to.push_back(static_cast<int32_t>(s + k));
+      std::copy_n(taps.data() + path[k] * n_taps, n_taps, path_taps.data() + k * n_taps);
+    }
+    SAKER_RETURN_IF_ERROR(kv_.copy_slots(block_table_, from, to));
+    SAKER_RETURN_IF_ERROR(drafter_.add_context(s, n_commit, path_taps.data()));
+    for (int64_t k = 0; k < n_commit && going; ++k) going = emit(cand[path[k]]);
     s += n_commit;
     pending = next;
   }

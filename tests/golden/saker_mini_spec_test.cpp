@@ -52,7 +52,8 @@ HeldOut load_heldout() {
 }
 
 // Speculative vs plain greedy on the first max_prompts held-out prompts; the mean accepted length in *mean_out.
-void speculative_equals_greedy(const OpsOptions& ops, const char* what, size_t max_prompts, double* mean_out) {
+void speculative_equals_greedy(const OpsOptions& ops, const char* what, size_t max_prompts, double* mean_out,
+                               int32_t tree_budget = 0) {
   HeldOut held = load_heldout();
   if (held.prompts.size() > max_prompts) held.prompts.resize(max_prompts);
   ASSERT_FALSE(held.prompts.empty());
@@ -74,6 +75,7 @@ void speculative_equals_greedy(const OpsOptions& ops, const char* what, size_t m
   for (size_t i = 0; i < held.prompts.size(); ++i) {
     spec::SpeculativeOptions opt;
     opt.max_tokens = held.new_tokens;
+    opt.tree_budget = tree_budget;
     auto r = (*sg)->generate(held.prompts[i], opt);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     spec_ms += r->generate_ms;
@@ -104,6 +106,17 @@ TEST(SakerMiniSpeculative, DefaultKernelsAreLosslessAndAcceptAsTheRecipeMeasured
   // The target here is the Q8_0 GGUF with 8-bit activations, the recipe's is float32: the acceptance may move a
   // little, not much (a drafter wired wrong accepts ~1 token per step).
   EXPECT_NEAR(mean, recipe, 0.1 * recipe);
+}
+
+// A draft tree (best-first from the drafter's top tokens per depth, verified with the tree mask) is lossless
+// too, and a 30-node tree commits more per step than the 15-token chain.
+TEST(SakerMiniSpeculative, DraftTreesAreLosslessAndAcceptMoreThanTheChain) {
+  SAKER_REQUIRE_MINI();
+  double tree = 0;
+  speculative_equals_greedy(OpsOptions{}, "default kernels, tree of 30", 8, &tree, 30);
+  double chain = 0;
+  speculative_equals_greedy(OpsOptions{}, "default kernels, chain", 8, &chain, 0);
+  EXPECT_GT(tree, chain + 0.5) << "a 30-node tree should beat the chain by a clear margin";
 }
 
 TEST(SakerMiniSpeculative, FloatActivationsAreLosslessToo) {
@@ -151,6 +164,7 @@ TEST(SakerMiniSpeculative, SampledDecodingIsPlainSamplingDrawForDraw) {
     spec::SpeculativeOptions opt;
     opt.max_tokens = held.new_tokens;
     opt.sampling = sp;
+    opt.tree_budget = i % 3 == 2 ? 24 : 0;  // some prompts through a draft tree
     auto r = (*sg)->generate(held.prompts[i], opt);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_EQ(r->tokens, plain->tokens) << "prompt " << i << " (temperature " << sp.temperature << ", seed "

@@ -66,19 +66,33 @@ def test_run_with_drafter_prints_the_same_text_and_its_acceptance(saker):
 
 @pytest.mark.parametrize("flags", [
     ["--temp", "0.8", "--seed", "7"],
+    ["--temp", "0.8", "--seed", "5", "+tree", "24"],
+    ["--temp", "0", "+tree", "30"],
     ["--temp", "1", "--top-k", "0", "--top-p", "1", "--min-p", "0", "--seed", "3"],
     ["--temp", "0.7", "--repeat-penalty", "1.2", "--seed", "11"],
     ["--temp", "0", "--stop", "return"],
 ])
 def test_run_with_drafter_samples_exactly_as_without(saker, flags):
-    """Sampling flags, penalties and stop strings: with the same seed, the same text and ids as plain decoding."""
+    """Sampling flags, penalties, stop strings, chains and trees ("+tree N": --draft-tree N on the speculative
+    run): with the same seed, the same text and ids as plain decoding."""
     load("metrics.json")
+    tree = flags[flags.index("+tree") + 1:][:1] if "+tree" in flags else []
+    flags = flags[:flags.index("+tree")] if tree else flags
     args = ["run", "-m", GGUF, "--device", "cpu", "-p", "def fibonacci(n):", "-n", "96", "--print-ids", *flags]
     plain = saker(*args)
-    spec = saker(*args, "--drafter", MINI / "drafter")
+    spec = saker(*args, "--drafter", MINI / "drafter", *(["--draft-tree", *tree] if tree else []))
     assert spec.stdout == plain.stdout
     finish = lambda p: p.stderr.decode().split("finish: ")[1].split()[0]
     assert finish(spec) == finish(plain)
+
+
+def test_draft_tree_needs_a_drafter_and_a_budget_in_range(saker):
+    load("metrics.json")
+    r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", "--draft-tree", "8", check=False)
+    assert r.returncode != 0 and "--draft-tree needs --drafter" in r.stderr.decode(), r.stderr.decode()
+    r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", "--drafter", MINI / "drafter", "--draft-tree", "31",
+              check=False)
+    assert r.returncode != 0 and "31" in r.stderr.decode(), r.stderr.decode()
 
 
 @pytest.mark.parametrize("extra,message", [
