@@ -4,16 +4,13 @@
 
 #include <cstdio>
 #include <fstream>
-#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "engine/generator.h"
-#include "engine/stop_matcher.h"
 #include "spec/dflash_drafter.h"
 #include "spec/speculative_generator.h"
-#include "text/detokenizer.h"
 
 namespace saker::cli {
 namespace {
@@ -94,62 +91,6 @@ SamplingParams sampling_from(const RunArgs& a) {
   return p;
 }
 
-// Decoding with a DFlash drafter: the same tokens as plain decoding with the same flags and seed, fewer target
-// forwards.
-int run_speculative(const RunArgs& a, LoadedModel& lm, const std::vector<int32_t>& prompt, int64_t n_ctx,
-                    const OpsOptions& ops) {
-  auto drafter = spec::DFlashDrafter::load(a.drafter, lm.weights, n_ctx + 64, ops);
-  if (!drafter.ok()) return fail(drafter.status().to_string());
-  auto gen = spec::SpeculativeGenerator::create(*lm.model, **drafter, n_ctx);
-  if (!gen.ok()) return fail(gen.status().to_string());
-  std::optional<text::IncrementalDetokenizer> detok;
-  if (lm.tokenizer) {
-    text::DecodeOptions d;
-    d.skip_special = true;
-    d.strip_leading_space = false;  // a continuation of the prompt
-    detok.emplace(*lm.tokenizer, d);
-  }
-  spec::SpeculativeOptions opt;
-  opt.max_tokens = a.n_predict;
-  opt.sampling = sampling_from(a);
-  opt.tree_budget = a.draft_tree;
-  if (lm.tokenizer && !a.ignore_eos) {
-    opt.is_end = [&lm](int32_t id) { return lm.tokenizer->is_end_of_generation(id); };
-  }
-  StopMatcher stops(a.stop);
-  opt.on_token = [&](int32_t id) {
-    if (!detok) return true;
-    fmt::print("{}", stops.push(detok->push(id)));
-    std::fflush(stdout);
-    return !stops.stopped();
-  };
-  if (!a.prompt.empty()) fmt::print("{}", a.prompt);
-  auto result = (*gen)->generate(prompt, opt);
-  if (!result.ok()) {
-    fmt::print("\n");
-    return fail(result.status().to_string());
-  }
-  spec::SpeculativeResult& r = *result;
-  if (stops.stopped()) {
-    r.finish = FinishReason::kStop;
-  } else if (detok) {
-    fmt::print("{}", stops.push(detok->flush()) + stops.flush());
-  }
-  fmt::print("\n");
-  if (a.print_ids) print_ids(r.tokens);
-  const auto& c = (*drafter)->config();
-  fmt::print(stderr,
-             "\nprompt: {} tokens in {:.1f} ms | generation: {} tokens in {:.1f} ms ({:.1f} tok/s) | finish: {}\n"
-             "speculative: {} verify steps, mean accepted length {:.3f} (block {}, {} draft layers, {}); tokens "
-             "per step: {}\n",
-             prompt.size(), r.prompt_ms, r.tokens.size(), r.generate_ms,
-             r.tokens.size() * 1000.0 / std::max(r.generate_ms, 1e-9), finish_reason_name(r.finish),
-             r.stats.verify_steps, r.stats.mean_accepted_length(), c.block_size, c.n_layer,
-             a.draft_tree > 0 ? fmt::format("tree of {} nodes", a.draft_tree) : std::string("chain"),
-             fmt::join(r.stats.tokens_per_step, " "));
-  return 0;
-}
-
 int run(const RunArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of -p/--prompt and --prompt-ids");
   if (!a.drafter.empty()) {
@@ -178,14 +119,23 @@ int run(const RunArgs& a) {
   }
   const ModelHParams& h = lm.model->hparams();
   const int64_t n_ctx = a.n_ctx > 0 ? a.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
-  if (!a.drafter.empty()) return run_speculative(a, lm, prompt, n_ctx, ops);
-  auto gen = Generator::create(*lm.model, lm.tokenizer.get(), n_ctx);
-  if (!gen.ok()) return fail(gen.status().to_string());
+  std::unique_ptr<SequenceGenerator> gen;
+  if (!a.drafter.empty()) {
+    // Speculative decoding: the same tokens as plain decoding with the same flags and seed.
+    auto g = spec::SpeculativeGenerator::load(*lm.model, lm.weights, a.drafter, lm.tokenizer.get(), n_ctx,
+                                              a.draft_tree, ops);
+    if (!g.ok()) return fail(g.status().to_string());
+    gen = std::move(g).value();
+  } else {
+    auto g = Generator::create(*lm.model, lm.tokenizer.get(), n_ctx);
+    if (!g.ok()) return fail(g.status().to_string());
+    gen = std::move(g).value();
+  }
 
   if (!a.logits_out.empty()) {
     // Teacher-forced logits of every prompt position, raw f32 [n_tokens, n_vocab], for comparison tools.
     std::ofstream out(a.logits_out, std::ios::binary);
-    const Status st = (*gen)->prompt_logits(prompt, 256, [&](int64_t, std::span<const float> rows) {
+    const Status st = static_cast<Generator&>(*gen).prompt_logits(prompt, 256, [&](int64_t, std::span<const float> rows) {
       out.write(reinterpret_cast<const char*>(rows.data()), static_cast<std::streamsize>(rows.size_bytes()));
     });
     if (!st.ok()) return fail(st.to_string());
@@ -204,7 +154,7 @@ int run(const RunArgs& a) {
     fmt::print("{}", a.prompt);
     std::fflush(stdout);
   }
-  auto result = (*gen)->generate(prompt, opt, [](std::string_view s) {
+  auto result = gen->generate(prompt, opt, [](std::string_view s) {
     fmt::print("{}", s);
     std::fflush(stdout);
     return true;
@@ -221,6 +171,15 @@ int run(const RunArgs& a) {
              "finish: {}\n", r.n_prompt, r.prompt_ms, r.n_prompt * 1000.0 / std::max(r.prompt_ms, 1e-9),
              r.tokens.size(), r.generate_ms, n_gen_steps * 1000.0 / std::max(r.generate_ms, 1e-9),
              finish_reason_name(r.finish));
+  if (r.draft) {
+    const auto& sg = static_cast<const spec::SpeculativeGenerator&>(*gen);
+    const auto& c = sg.drafter().config();
+    fmt::print(stderr, "speculative: {} verify steps, mean accepted length {:.3f} (block {}, {} draft layers, {}); "
+               "tokens per step: {}\n",
+               r.draft->verify_steps, r.draft->mean_accepted_length(), c.block_size, c.n_layer,
+               sg.tree_budget() > 0 ? fmt::format("tree of {} nodes", sg.tree_budget()) : std::string("chain"),
+               fmt::join(r.draft->tokens_per_step, " "));
+  }
   return 0;
 }
 

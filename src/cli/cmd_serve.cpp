@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "server/server.h"
+#include "spec/speculative_generator.h"
 
 namespace saker::cli {
 namespace {
@@ -20,6 +21,8 @@ struct ServeArgs {
   bool ref_ops = false;
   std::string device = "auto";
   bool no_graphs = false;
+  std::string drafter;
+  int32_t draft_tree = 0;
   int32_t load_delay_ms = 0;  // testing aid: /health stays 503 this much longer
 };
 
@@ -49,9 +52,14 @@ int run(ServeArgs a) {
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.cuda_graphs = !a.no_graphs;
+  if (a.draft_tree > 0 && a.drafter.empty()) return fail("--draft-tree needs --drafter");
+  if (!a.drafter.empty() && a.device == "cuda") {
+    return fail("--drafter runs on the CPU backend only for now: use --device cpu");
+  }
   auto loader = [&]() -> Result<server::ServedModel> {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));
-    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, a.device));
+    // The drafter reads the target's hidden states, which only the CPU backend taps so far.
+    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, a.drafter.empty() ? a.device : "cpu"));
     if (!lm.tokenizer) {
       return make_error(StatusCode::kInvalidArgument, "{}: the model has no tokenizer; the server needs one", a.model);
     }
@@ -60,6 +68,22 @@ int run(ServeArgs a) {
     m.model = std::move(lm.model);
     m.tokenizer = std::move(lm.tokenizer);
     m.chat_template = template_override.empty() ? lm.chat_template : template_override;
+    if (!a.drafter.empty()) {
+      // Each slot gets its own drafter (it holds one sequence's context). The pointers stay valid: the server
+      // keeps the ServedModel until its slots are gone.
+      Model* model = m.model.get();
+      const text::Tokenizer* tokenizer = m.tokenizer.get();
+      std::shared_ptr<const ModelWeights> weights = m.weights;
+      m.make_generator = [=, dir = a.drafter, tree = a.draft_tree](int64_t n_ctx)
+          -> Result<std::unique_ptr<SequenceGenerator>> {
+        SAKER_ASSIGN_OR_RETURN(auto g, spec::SpeculativeGenerator::load(*model, weights, dir, tokenizer, n_ctx, tree,
+                                                                        ops));
+        return std::unique_ptr<SequenceGenerator>(std::move(g));
+      };
+      // Fail at load, naming the folder, rather than when the first slot is made.
+      SAKER_ASSIGN_OR_RETURN(auto probe, spec::DFlashConfig::load(a.drafter));
+      SAKER_RETURN_IF_ERROR(probe.check_target(m.model->hparams()));
+    }
     return m;
   };
   return server::run_server(a.server, loader, &g_stop);
@@ -91,6 +115,13 @@ Command make_serve_command() {
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
+        s->add_option("--drafter", a->drafter,
+                      "DFlash drafter folder (config.json + model.safetensors): speculative decoding in every slot, "
+                      "the same output as without it (CPU backend)");
+        s->add_option("--draft-tree", a->draft_tree,
+                      "With --drafter: verify a tree of up to N draft tokens (0: the drafter's best chain)")
+            ->check(CLI::Range(0, spec::SpeculativeGenerator::kMaxTreeNodes))
+            ->capture_default_str();
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

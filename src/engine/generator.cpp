@@ -5,8 +5,7 @@
 #include <limits>
 #include <numeric>
 
-#include "engine/stop_matcher.h"
-#include "text/detokenizer.h"
+#include "engine/token_output.h"
 
 namespace saker {
 
@@ -16,27 +15,6 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// The sampled token's logprob and the n most likely tokens, all under the raw model distribution.
-GeneratedToken token_logprobs(std::span<const float> logits, int32_t id, int32_t n_top) {
-  GeneratedToken t;
-  t.id = id;
-  float max_l = -std::numeric_limits<float>::infinity();
-  for (float l : logits) max_l = std::max(max_l, l);
-  double sum = 0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l) - max_l);
-  const float log_z = max_l + static_cast<float>(std::log(sum));
-  t.logprob = logits[id] - log_z;
-  const int64_t n = std::min<int64_t>(n_top, static_cast<int64_t>(logits.size()));
-  if (n > 0) {
-    std::vector<int32_t> ids(logits.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    for (int64_t i = 0; i < n; ++i) t.top.push_back({ids[i], logits[ids[i]] - log_z});
-  }
-  return t;
-}
 }  // namespace
 
 const char* finish_reason_name(FinishReason r) {
@@ -123,21 +101,7 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
                                            const std::function<bool(std::string_view)>& on_text) {
   const ModelHParams& h = model_.hparams();
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
-  if (n_prompt == 0) return make_error(StatusCode::kInvalidArgument, "the prompt is empty");
-  if (n_prompt >= n_ctx_) {
-    return make_error(StatusCode::kOutOfRange,
-                      "the prompt has {} tokens but the context holds {} (prompt + at least one new token); "
-                      "raise the context size or shorten the prompt",
-                      n_prompt, n_ctx_);
-  }
-  for (int64_t i = 0; i < n_prompt; ++i) {
-    if (prompt[i] < 0 || prompt[i] >= h.n_vocab) {
-      return make_error(StatusCode::kInvalidArgument, "prompt token {} at index {} is outside the vocabulary (0..{})",
-                        prompt[i], i, h.n_vocab - 1);
-    }
-  }
-  SAKER_RETURN_IF_ERROR(opt.sampling.validate());
-  if (opt.max_tokens < 0) return make_error(StatusCode::kInvalidArgument, "max tokens must be >= 0");
+  SAKER_RETURN_IF_ERROR(check_generate_request(prompt, opt, h.n_vocab, n_ctx_));
 
   GenerateResult r;
   r.n_prompt = n_prompt;
@@ -164,63 +128,19 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
   const auto t1 = Clock::now();
 
   Sampler sampler(opt.sampling);
-  StopMatcher stops(opt.stop);
-  std::optional<text::IncrementalDetokenizer> detok;
-  if (tokenizer_) {
-    text::DecodeOptions d;
-    d.skip_special = true;
-    d.strip_leading_space = false;  // a continuation of the prompt
-    detok.emplace(*tokenizer_, d);
-  }
-  auto emit = [&](const std::string& s) {
-    if (s.empty()) return true;
-    r.text += s;
-    return on_text ? on_text(s) : true;
-  };
-
+  TokenOutput out(tokenizer_, opt, n_prompt, n_ctx_, on_text, &r);
   bool keep_going = opt.max_tokens > 0;
   std::vector<float> raw_logits;
   while (keep_going) {
-    if (cancelled()) {
-      r.finish = FinishReason::kCancelled;
-      break;
-    }
+    if (out.cancelled()) break;
     if (opt.top_logprobs >= 0) raw_logits = logits;  // the sampler edits logits in place
     const int32_t id = sampler.sample(logits, all);
-    if (tokenizer_ && !opt.ignore_eos && tokenizer_->is_end_of_generation(id)) {
-      r.finish = FinishReason::kEos;
-      break;
-    }
-    r.tokens.push_back(id);
+    if (!out.push(id, raw_logits)) break;
     all.push_back(id);
-    if (opt.on_token) {
-      GeneratedToken t;
-      if (opt.top_logprobs >= 0) {
-        t = token_logprobs(raw_logits, id, opt.top_logprobs);
-      } else {
-        t.id = id;
-      }
-      if (!opt.on_token(t)) {
-        r.finish = FinishReason::kCancelled;
-        break;
-      }
-    }
-    if (detok) {
-      const std::string released = stops.push(detok->push(id));
-      if (!emit(released) || stops.stopped()) {
-        r.finish = FinishReason::kStop;
-        r.stop_string = stops.matched();
-        break;
-      }
-    }
-    if (static_cast<int32_t>(r.tokens.size()) >= opt.max_tokens || static_cast<int64_t>(all.size()) >= n_ctx_) {
-      r.finish = FinishReason::kLength;
-      break;
-    }
     const int64_t pos = static_cast<int64_t>(all.size()) - 1;
     SAKER_RETURN_IF_ERROR(step(all, pos, pos + 1, std::span<const int32_t>(&last_row, 1), logits.data()));
   }
-  if (detok && r.finish != FinishReason::kStop && r.finish != FinishReason::kCancelled) emit(stops.push(detok->flush()) + stops.flush());
+  out.finish();
   r.generate_ms = ms_since(t1);
   return r;
 }

@@ -42,6 +42,11 @@ void Metrics::on_finish(const std::string& reason) {
   std::lock_guard lock(mutex_);
   finishes_[reason]++;
 }
+void Metrics::on_draft(int64_t verify_steps, int64_t committed_tokens) {
+  std::lock_guard lock(mutex_);
+  draft_verify_steps_ += static_cast<uint64_t>(verify_steps);
+  draft_committed_tokens_ += static_cast<uint64_t>(committed_tokens);
+}
 void Metrics::on_first_token(double seconds) {
   std::lock_guard lock(mutex_);
   ttft_.observe(seconds);
@@ -70,6 +75,13 @@ std::string Metrics::render(int64_t queue_depth, int64_t slots_busy, int64_t slo
       "# HELP saker_generation_tokens_total Tokens generated.\n# TYPE saker_generation_tokens_total counter\n"
       "saker_generation_tokens_total {}\n",
       prompt_tokens_, generated_tokens_);
+  out += fmt::format(
+      "# HELP saker_draft_verify_steps_total Speculative verify steps (target forwards over drafted tokens).\n"
+      "# TYPE saker_draft_verify_steps_total counter\nsaker_draft_verify_steps_total {}\n"
+      "# HELP saker_draft_committed_tokens_total Tokens committed by speculative verify steps (accepted drafts plus "
+      "the target's own token); over verify steps: the mean accepted length.\n"
+      "# TYPE saker_draft_committed_tokens_total counter\nsaker_draft_committed_tokens_total {}\n",
+      draft_verify_steps_, draft_committed_tokens_);
   ttft_.render("saker_time_to_first_token_seconds", "Time from queueing a request to its first generated token.",
                &out);
   token_latency_.render("saker_time_per_output_token_seconds", "Time between two generated tokens of a sequence.",

@@ -34,6 +34,8 @@ class Metrics {
   void on_finish(const std::string& reason);  // a finished generation: stop, length, eos, cancelled, error
   void on_first_token(double seconds);        // from admission to the queue to the first generated token
   void on_token_interval(double seconds);     // between two generated tokens of one sequence
+  // Speculative decoding: verify steps run and tokens they committed (mean accepted length = ratio).
+  void on_draft(int64_t verify_steps, int64_t committed_tokens);
 
   // Gauges come from the executor when the page is rendered.
   std::string render(int64_t queue_depth, int64_t slots_busy, int64_t slots_total, bool ready) const;
@@ -44,6 +46,8 @@ class Metrics {
   std::map<std::string, uint64_t> finishes_;
   uint64_t prompt_tokens_ = 0;
   uint64_t generated_tokens_ = 0;
+  uint64_t draft_verify_steps_ = 0;
+  uint64_t draft_committed_tokens_ = 0;
   Histogram ttft_;
   Histogram token_latency_;
 };

@@ -320,7 +320,14 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
   s.prompt = std::move(prompt).value();
   const ModelHParams& h = s.served.model->hparams();
   const int64_t n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
-  auto pool = SlotPool::create(*s.served.model, s.served.tokenizer.get(), n_ctx, options.n_parallel, &s.metrics);
+  SlotPool::GeneratorFactory make_generator = s.served.make_generator;
+  if (!make_generator) {
+    make_generator = [&s](int64_t n) -> Result<std::unique_ptr<SequenceGenerator>> {
+      SAKER_ASSIGN_OR_RETURN(auto g, Generator::create(*s.served.model, s.served.tokenizer.get(), n));
+      return std::unique_ptr<SequenceGenerator>(std::move(g));
+    };
+  }
+  auto pool = SlotPool::create(make_generator, n_ctx, options.n_parallel, &s.metrics);
   if (!pool.ok()) {
     SAKER_LOG_ERROR("{}", pool.status().to_string());
     return shutdown(1);

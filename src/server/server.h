@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "models/model.h"
+#include "server/slot_pool.h"
 #include "text/tokenizer.h"
 
 namespace saker::server {
@@ -31,6 +32,8 @@ struct ServedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<text::Tokenizer> tokenizer;  // required by the server
   std::string chat_template;                   // Jinja source; "" renders ChatML
+  // Makes one slot's generator (e.g. speculative decoding with a drafter); null: plain decoding (Generator).
+  SlotPool::GeneratorFactory make_generator;
 };
 
 using ModelLoader = std::function<Result<ServedModel>()>;

@@ -13,12 +13,12 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 }
 }  // namespace
 
-Result<std::unique_ptr<SlotPool>> SlotPool::create(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx,
+Result<std::unique_ptr<SlotPool>> SlotPool::create(const GeneratorFactory& make_generator, int64_t n_ctx,
                                                    int32_t n_slots, Metrics* metrics) {
   if (n_slots <= 0) return make_error(StatusCode::kInvalidArgument, "--parallel must be >= 1 (got {})", n_slots);
   std::unique_ptr<SlotPool> pool(new SlotPool(n_ctx, metrics));
   for (int32_t i = 0; i < n_slots; ++i) {
-    auto g = Generator::create(model, tokenizer, n_ctx);
+    auto g = make_generator(n_ctx);
     if (!g.ok()) return g.status();
     pool->generators_.push_back(std::move(g).value());
   }
@@ -63,7 +63,7 @@ void SlotPool::cancel_all() {
   for (auto& r : running_) r->cancel();
 }
 
-void SlotPool::worker(Generator* generator) {
+void SlotPool::worker(SequenceGenerator* generator) {
   for (;;) {
     Job job;
     {
@@ -84,7 +84,7 @@ void SlotPool::worker(Generator* generator) {
   }
 }
 
-void SlotPool::run_job(Generator* generator, Job& job) {
+void SlotPool::run_job(SequenceGenerator* generator, Job& job) {
   GenerationStream& stream = *job.stream;
   if (stream.cancelled()) {  // the client left while queued
     if (metrics_) metrics_->on_finish("cancelled");
@@ -121,6 +121,7 @@ void SlotPool::run_job(Generator* generator, Job& job) {
       metrics_->on_prompt_tokens(result->n_prompt);
       metrics_->on_generated_tokens(static_cast<int64_t>(result->tokens.size()));
       metrics_->on_finish(finish_reason_name(result->finish));
+      if (result->draft) metrics_->on_draft(result->draft->verify_steps, result->draft->committed_tokens);
     } else {
       metrics_->on_finish("error");
     }

@@ -1,9 +1,10 @@
 #pragma once
-// SlotPool: --parallel N generation slots, each a Generator with its own KV cache of n_ctx tokens, fed
-// from one FIFO queue by N worker threads. The Model is shared (its forward is reentrant). Records time to
-// first token, per-token latency and token counts in Metrics.
+// SlotPool: --parallel N generation slots, each a SequenceGenerator (plain or speculative) with its own KV
+// cache of n_ctx tokens, fed from one FIFO queue by N worker threads. The Model is shared (its forward is
+// reentrant). Records time to first token, per-token latency, token counts and draft acceptance in Metrics.
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -16,7 +17,9 @@ namespace saker::server {
 
 class SlotPool : public Executor {
  public:
-  static Result<std::unique_ptr<SlotPool>> create(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx,
+  // make_generator(n_ctx) makes one slot's generator.
+  using GeneratorFactory = std::function<Result<std::unique_ptr<SequenceGenerator>>(int64_t n_ctx)>;
+  static Result<std::unique_ptr<SlotPool>> create(const GeneratorFactory& make_generator, int64_t n_ctx,
                                                   int32_t n_slots, Metrics* metrics);
   ~SlotPool() override;  // cancels queued and running requests, joins the workers
 
@@ -34,12 +37,12 @@ class SlotPool : public Executor {
   };
 
   SlotPool(int64_t n_ctx, Metrics* metrics) : n_ctx_(n_ctx), metrics_(metrics) {}
-  void worker(Generator* generator);
-  void run_job(Generator* generator, Job& job);
+  void worker(SequenceGenerator* generator);
+  void run_job(SequenceGenerator* generator, Job& job);
 
   int64_t n_ctx_;
   Metrics* metrics_;
-  std::vector<std::unique_ptr<Generator>> generators_;
+  std::vector<std::unique_ptr<SequenceGenerator>> generators_;
   std::vector<std::thread> workers_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;

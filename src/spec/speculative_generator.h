@@ -17,66 +17,50 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
-#include "engine/generator.h"
+#include "engine/generator_types.h"
 #include "engine/kv_cache.h"
 #include "models/model.h"
-#include "sample/sampling_params.h"
 #include "spec/dflash_drafter.h"
+#include "text/tokenizer.h"
 
 namespace saker::spec {
 
-struct SpeculativeStats {
-  int64_t verify_steps = 0;
-  int64_t committed_tokens = 0;              // over all verify steps (accepted drafts + the target's token)
-  std::vector<int64_t> tokens_per_step;      // [block_size]: [k - 1] = verify steps that committed k tokens
-  // Mean tokens committed per verify step: the drafter's mean accepted length (block, temperature 0).
-  double mean_accepted_length() const {
-    return verify_steps ? static_cast<double>(committed_tokens) / static_cast<double>(verify_steps) : 0.0;
-  }
-};
-
-struct SpeculativeResult {
-  std::vector<int32_t> tokens;  // generated ids, at most max_tokens
-  FinishReason finish = FinishReason::kLength;
-  SpeculativeStats stats;
-  double prompt_ms = 0;
-  double generate_ms = 0;
-};
-
-struct SpeculativeOptions {
-  int32_t max_tokens = 128;
-  // 0: verify the drafter's chain (its argmax at every depth). N > 0: verify a tree of up to N draft nodes
-  // grown best-first from the drafter's top tokens per depth (draft_tree.h); at most kMaxTreeNodes.
-  int32_t tree_budget = 0;
-  // As for plain decoding; the default here is greedy (temperature 0).
-  SamplingParams sampling = [] {
-    SamplingParams p;
-    p.temperature = 0.0f;
-    return p;
-  }();
-  int32_t prefill_chunk = 512;
-  // Ends generation at an end-of-generation token (not emitted); null: never (benchmarks).
-  std::function<bool(int32_t)> is_end;
-  // Receives each generated token in order; return false to stop (FinishReason::kCancelled).
-  std::function<bool(int32_t)> on_token;
-};
-
-class SpeculativeGenerator {
+class SpeculativeGenerator : public SequenceGenerator {
  public:
   // A verify forward carries the root plus the tree's nodes; on the CPU it must stay under the 32 rows from
   // which quantized matmuls switch to BLAS, whose rounding differs from one-row decode.
   static constexpr int32_t kMaxTreeNodes = 30;
 
-  // n_ctx: the longest prompt + generation held. The drafter must have been loaded for this target, which
-  // must run on the CPU backend (the only one that taps hidden states so far).
-  static Result<std::unique_ptr<SpeculativeGenerator>> create(Model& target, DFlashDrafter& drafter, int64_t n_ctx);
+  // n_ctx: the longest prompt + generation held. The drafter (owned: it holds one sequence's context) must
+  // have been loaded for this target, which must run on the CPU backend (the only one that taps hidden states
+  // so far). tree_budget 0: verify the drafter's chain (its argmax at every depth); N in 1..kMaxTreeNodes: a
+  // tree of up to N draft nodes grown best-first from its top tokens per depth (draft_tree.h).
+  static Result<std::unique_ptr<SpeculativeGenerator>> create(Model& target, std::unique_ptr<DFlashDrafter> drafter,
+                                                              const text::Tokenizer* tokenizer, int64_t n_ctx,
+                                                              int32_t tree_budget = 0);
 
-  Result<SpeculativeResult> generate(std::span<const int32_t> prompt, const SpeculativeOptions& options);
+  // Loads the drafter folder for `target` (whose weights it borrows) and creates the generator.
+  static Result<std::unique_ptr<SpeculativeGenerator>> load(Model& target,
+                                                            std::shared_ptr<const ModelWeights> target_weights,
+                                                            const std::string& drafter_dir,
+                                                            const text::Tokenizer* tokenizer, int64_t n_ctx,
+                                                            int32_t tree_budget, const OpsOptions& ops);
+
+  // As Generator::generate (same options, same output for the same sampling parameters and seed); the result
+  // carries DraftStats.
+  Result<GenerateResult> generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                  const std::function<bool(std::string_view)>& on_text = nullptr) override;
+  int64_t n_ctx() const override { return n_ctx_; }
+  const DFlashDrafter& drafter() const { return *drafter_; }
+  int32_t tree_budget() const { return tree_budget_; }
 
  private:
-  SpeculativeGenerator(Model& target, DFlashDrafter& drafter, int64_t n_ctx, KvCache kv);
+  SpeculativeGenerator(Model& target, std::unique_ptr<DFlashDrafter> drafter, const text::Tokenizer* tokenizer,
+                       int64_t n_ctx, int32_t tree_budget, KvCache kv);
   // Target forward over tokens at slots first.. with hidden-state taps of every row. parents empty: a causal
   // chain (positions = slots), logits of the last row only. Otherwise a tree rooted at slot `first`
   // (parents[i]: batch index of token i's parent, -1 for the root; positions[i] = first + depth), logits of
@@ -85,8 +69,10 @@ class SpeculativeGenerator {
                  std::span<const int32_t> positions, std::vector<float>* logits, std::vector<float>* taps);
 
   Model& target_;
-  DFlashDrafter& drafter_;
+  std::unique_ptr<DFlashDrafter> drafter_;
+  const text::Tokenizer* tokenizer_;
   int64_t n_ctx_;
+  int32_t tree_budget_;
   KvCache kv_;
   std::vector<int32_t> block_table_;
 };

@@ -17,6 +17,7 @@
 #include "engine/generator.h"
 #include "sample/sampling_params.h"
 #include "saker_mini.h"
+#include "engine/generator_types.h"
 #include "spec/dflash_drafter.h"
 #include "spec/speculative_generator.h"
 
@@ -61,21 +62,21 @@ void speculative_equals_greedy(const OpsOptions& ops, const char* what, size_t m
   ASSERT_TRUE(weights);
   auto model = load_mini(ops, weights);
   ASSERT_TRUE(model);
-  auto drafter = spec::DFlashDrafter::load((mini_dir() / "drafter").string(), weights, kCtx + 64, ops);
-  ASSERT_TRUE(drafter.ok()) << drafter.status().to_string();
-  auto sg = spec::SpeculativeGenerator::create(*model, **drafter, kCtx);
+  auto sg = spec::SpeculativeGenerator::load(*model, weights, (mini_dir() / "drafter").string(), nullptr, kCtx,
+                                             tree_budget, ops);
   ASSERT_TRUE(sg.ok()) << sg.status().to_string();
   auto g = Generator::create(*model, nullptr, kCtx);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
 
-  spec::SpeculativeStats total;
-  total.tokens_per_step.assign((*drafter)->config().block_size, 0);
+  DraftStats total;
+  total.tokens_per_step.assign((*sg)->drafter().config().block_size, 0);
   int identical = 0;
   double spec_ms = 0, plain_ms = 0;
   for (size_t i = 0; i < held.prompts.size(); ++i) {
-    spec::SpeculativeOptions opt;
+    GenerateOptions opt;
     opt.max_tokens = held.new_tokens;
-    opt.tree_budget = tree_budget;
+    opt.ignore_eos = true;
+    opt.sampling.temperature = 0.0f;
     auto r = (*sg)->generate(held.prompts[i], opt);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     spec_ms += r->generate_ms;
@@ -84,9 +85,10 @@ void speculative_equals_greedy(const OpsOptions& ops, const char* what, size_t m
     plain_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(r->tokens, plain) << what << ": prompt " << i << ": speculative output differs from plain greedy";
     identical += r->tokens == plain;
-    total.verify_steps += r->stats.verify_steps;
-    total.committed_tokens += r->stats.committed_tokens;
-    for (size_t k = 0; k < total.tokens_per_step.size(); ++k) total.tokens_per_step[k] += r->stats.tokens_per_step[k];
+    ASSERT_TRUE(r->draft);
+    total.verify_steps += r->draft->verify_steps;
+    total.committed_tokens += r->draft->committed_tokens;
+    for (size_t k = 0; k < total.tokens_per_step.size(); ++k) total.tokens_per_step[k] += r->draft->tokens_per_step[k];
   }
   *mean_out = total.mean_accepted_length();
   std::printf("saker-mini speculative (%s): %d/%zu prompts identical to plain greedy; mean accepted length %.3f over "
@@ -140,10 +142,11 @@ TEST(SakerMiniSpeculative, SampledDecodingIsPlainSamplingDrawForDraw) {
   ASSERT_TRUE(weights);
   auto model = load_mini(OpsOptions{}, weights);
   ASSERT_TRUE(model);
-  auto drafter = spec::DFlashDrafter::load((mini_dir() / "drafter").string(), weights, kCtx + 64);
-  ASSERT_TRUE(drafter.ok()) << drafter.status().to_string();
-  auto sg = spec::SpeculativeGenerator::create(*model, **drafter, kCtx);
-  ASSERT_TRUE(sg.ok()) << sg.status().to_string();
+  const std::string dir = (mini_dir() / "drafter").string();
+  auto chain = spec::SpeculativeGenerator::load(*model, weights, dir, nullptr, kCtx, 0, OpsOptions{});
+  ASSERT_TRUE(chain.ok()) << chain.status().to_string();
+  auto tree = spec::SpeculativeGenerator::load(*model, weights, dir, nullptr, kCtx, 24, OpsOptions{});
+  ASSERT_TRUE(tree.ok()) << tree.status().to_string();
   auto g = Generator::create(*model, nullptr, kCtx);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   int64_t steps = 0, committed = 0;
@@ -159,18 +162,29 @@ TEST(SakerMiniSpeculative, SampledDecodingIsPlainSamplingDrawForDraw) {
     plain_opt.max_tokens = held.new_tokens;
     plain_opt.ignore_eos = true;
     plain_opt.sampling = sp;
+    plain_opt.top_logprobs = 3;  // logprobs come from the row each token was drawn from, before the sampler
+    std::vector<GeneratedToken> seen;
+    plain_opt.on_token = [&seen](const GeneratedToken& t) {
+      seen.push_back(t);
+      return true;
+    };
     auto plain = (*g)->generate(held.prompts[i], plain_opt);
+    const std::vector<GeneratedToken> plain_seen = std::move(seen);
+    seen.clear();
     ASSERT_TRUE(plain.ok()) << plain.status().to_string();
-    spec::SpeculativeOptions opt;
-    opt.max_tokens = held.new_tokens;
-    opt.sampling = sp;
-    opt.tree_budget = i % 3 == 2 ? 24 : 0;  // some prompts through a draft tree
-    auto r = (*sg)->generate(held.prompts[i], opt);
+    auto& sg = i % 3 == 2 ? *tree : *chain;  // some prompts through a draft tree
+    auto r = sg->generate(held.prompts[i], plain_opt);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_EQ(r->tokens, plain->tokens) << "prompt " << i << " (temperature " << sp.temperature << ", seed "
                                         << sp.seed << "): speculative sampling differs from plain sampling";
-    steps += r->stats.verify_steps;
-    committed += r->stats.committed_tokens;
+    ASSERT_EQ(seen.size(), plain_seen.size());
+    for (size_t k = 0; k < seen.size(); ++k) {
+      EXPECT_EQ(seen[k].logprob, plain_seen[k].logprob) << "prompt " << i << " token " << k;
+      ASSERT_EQ(seen[k].top.size(), 3u);
+      for (size_t j = 0; j < 3; ++j) EXPECT_EQ(seen[k].top[j].id, plain_seen[k].top[j].id);
+    }
+    steps += r->draft->verify_steps;
+    committed += r->draft->committed_tokens;
   }
   std::printf("saker-mini speculative sampling (temperature 0.8-1.0): %zu prompts, mean accepted length %.3f over "
               "%lld verify steps\n", held.prompts.size(), double(committed) / double(steps),
@@ -230,10 +244,12 @@ TEST(SakerMiniSpeculative, ATargetOffTheCpuIsRefused) {
   auto drafter = spec::DFlashDrafter::load((mini_dir() / "drafter").string(), weights, 256);
   ASSERT_TRUE(drafter.ok()) << drafter.status().to_string();
   OnAnotherDevice gpu(*model);
-  auto sg = spec::SpeculativeGenerator::create(gpu, **drafter, 128);
+  auto sg = spec::SpeculativeGenerator::create(gpu, std::move(drafter).value(), nullptr, 128);
   ASSERT_FALSE(sg.ok());
   EXPECT_NE(sg.status().message().find("CPU backend only"), std::string::npos) << sg.status().to_string();
-  sg = spec::SpeculativeGenerator::create(*model, **drafter, 1024);  // the drafter holds 256 positions
+  drafter = spec::DFlashDrafter::load((mini_dir() / "drafter").string(), weights, 256);
+  ASSERT_TRUE(drafter.ok()) << drafter.status().to_string();
+  sg = spec::SpeculativeGenerator::create(*model, std::move(drafter).value(), nullptr, 1024);  // holds 256
   ASSERT_FALSE(sg.ok());
   EXPECT_NE(sg.status().message().find("the drafter holds"), std::string::npos) << sg.status().to_string();
 }

@@ -26,7 +26,9 @@ def test_bench_cpu_json(saker, tmp_path):
         assert len(r["ms_runs"]) == 3
         assert all(ms > 0 for ms in r["ms_runs"])
         assert r["tokens_per_s"] > 0
-        assert 0 < r["pct_roofline"] < 100, r  # a 2-core CPU cannot beat its own measured ceilings
+        # The tiny model's weights (about 1 MB) stay in the CPU's caches, so decode can beat the measured DRAM
+        # ceiling (105% was seen on a loaded 2-core machine); an order of magnitude above it would be a bug.
+        assert 0 < r["pct_roofline"] < 1000, r
     assert tests["verify1@16"]["relative_to_one_row"] == 1.0
     assert tests["verify4@16"]["relative_to_one_row"] > 0
 
