@@ -26,10 +26,12 @@ def synth_tiny_model(folder: pathlib.Path) -> pathlib.Path:
 
 
 class Server:
-    def __init__(self, model: pathlib.Path, *extra: str, name: str = "tiny"):
+    def __init__(self, model: pathlib.Path, *extra: str, name: str = "tiny", log_dir: pathlib.Path | None = None):
+        """log_dir: where the server's log goes (default: beside the model; pass a temporary folder for a model
+        that lives in the source tree)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(model.parent / f"server-{self.port}.log", "w+b")
+        self.log = open((log_dir or model.parent) / f"server-{self.port}.log", "w+b")
         self.proc = subprocess.Popen(
             [str(saker_bin()), "serve", "-m", str(model), "--port", str(self.port), "--model-name", name, *extra],
             stdout=self.log, stderr=subprocess.STDOUT)

@@ -14,12 +14,13 @@ PROMPTS = ["def fibonacci(n):", "import os\n\n\ndef list_python_files(root):", "
 
 
 @pytest.fixture(scope="module")
-def servers():
+def servers(tmp_path_factory):
     if not GGUF.exists() or not (MINI / "drafter" / "model.safetensors").exists():
         pytest.skip("models/saker-mini is absent (package it with tools/train/package.py): test skipped")
-    plain = Server(GGUF, "--device", "cpu", name="saker-mini")
+    logs = tmp_path_factory.mktemp("server-logs")
+    plain = Server(GGUF, "--device", "cpu", name="saker-mini", log_dir=logs)
     spec = Server(GGUF, "--drafter", str(MINI / "drafter"), "--draft-tree", "16", "--parallel", "2",
-                  name="saker-mini")
+                  name="saker-mini", log_dir=logs)
     yield plain, spec
     plain.stop()
     spec.stop()
@@ -86,4 +87,4 @@ def test_drafter_errors_stop_the_server_at_load(tmp_path):
         pytest.skip("models/saker-mini is absent: test skipped")
     (tmp_path / "config.json").write_text('{"architectures": ["Qwen3ForCausalLM"]}')
     with pytest.raises(AssertionError, match="not a DFlash drafter"):
-        Server(GGUF, "--drafter", str(tmp_path), name="saker-mini")
+        Server(GGUF, "--drafter", str(tmp_path), name="saker-mini", log_dir=tmp_path)
