@@ -69,20 +69,17 @@ int run(ServeArgs a) {
     m.tokenizer = std::move(lm.tokenizer);
     m.chat_template = template_override.empty() ? lm.chat_template : template_override;
     if (!a.drafter.empty()) {
-      // Each slot gets its own drafter (it holds one sequence's context). The pointers stay valid: the server
-      // keeps the ServedModel until its slots are gone.
+      // The drafter's weights are loaded once (errors name the folder); each slot gets its own drafter state
+      // (it holds one sequence's context). The pointers stay valid: the server keeps the ServedModel until its
+      // slots are gone.
+      SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
+                             spec::DFlashWeights::load(a.drafter, m.weights));
       Model* model = m.model.get();
       const text::Tokenizer* tokenizer = m.tokenizer.get();
-      std::shared_ptr<const ModelWeights> weights = m.weights;
-      m.make_generator = [=, dir = a.drafter, tree = a.draft_tree](int64_t n_ctx)
-          -> Result<std::unique_ptr<SequenceGenerator>> {
-        SAKER_ASSIGN_OR_RETURN(auto g, spec::SpeculativeGenerator::load(*model, weights, dir, tokenizer, n_ctx, tree,
-                                                                        ops));
+      m.make_generator = [=, tree = a.draft_tree](int64_t n_ctx) -> Result<std::unique_ptr<SequenceGenerator>> {
+        SAKER_ASSIGN_OR_RETURN(auto g, spec::SpeculativeGenerator::create(*model, drafter, tokenizer, n_ctx, tree, ops));
         return std::unique_ptr<SequenceGenerator>(std::move(g));
       };
-      // Fail at load, naming the folder, rather than when the first slot is made.
-      SAKER_ASSIGN_OR_RETURN(auto probe, spec::DFlashConfig::load(a.drafter));
-      SAKER_RETURN_IF_ERROR(probe.check_target(m.model->hparams()));
     }
     return m;
   };

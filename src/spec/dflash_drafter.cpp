@@ -7,7 +7,6 @@
 #include <numeric>
 
 #include "ops/cpu/attention.h"
-#include "ops/cpu/convert.h"
 #include "ops/cpu/matmul.h"
 #include "ops/ref/add.h"
 #include "ops/ref/attention.h"
@@ -22,8 +21,6 @@ namespace saker::spec {
 namespace {
 
 TensorView f32(float* p, std::initializer_list<int64_t> shape) { return TensorView::contiguous(p, DType::kF32, shape); }
-
-std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 // One sequence whose tokens occupy slots first..first+n-1 (position == slot) and see keys [0, n_ctx).
 struct BlockBatch {
@@ -46,74 +43,14 @@ struct BlockBatch {
 
 }  // namespace
 
-Result<TensorView> DFlashDrafter::load_tensor(const SafetensorsFile& file, const std::string& name,
-                                              std::vector<int64_t> shape) {
-  const SafetensorsTensorInfo* info = file.find_tensor(name);
-  if (!info) return make_error(StatusCode::kNotFound, "{}: missing tensor {}", file.path(), name);
-  if (info->shape != shape) {
-    return make_error(StatusCode::kInvalidArgument, "{}: tensor {} has shape {}, expected {} (from config.json)",
-                      file.path(), name, shape_str(info->shape), shape_str(shape));
-  }
-  if (!info->dtype || (*info->dtype != DType::kBF16 && *info->dtype != DType::kF16 && *info->dtype != DType::kF32)) {
-    return make_error(StatusCode::kUnsupported, "{}: tensor {} is {}; a drafter's weights must be BF16, F16 or F32",
-                      file.path(), name, info->dtype_name);
-  }
-  const int64_t n = info->n_elements();
-  HostBuffer buf(static_cast<size_t>(n) * sizeof(float), false);
-  // Row by row through the file bytes (tensor_bytes() has no alignment requirement).
-  cpu::to_f32_row(*info->dtype, file.tensor_bytes(*info).data(), buf.as<float>(), n, false);
-  TensorView v = TensorView::contiguous(buf.as<float>(), DType::kF32, shape.data(), static_cast<int>(shape.size()));
-  owned_.push_back(std::move(buf));
-  return v;
-}
-
-Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& dir,
-                                                           std::shared_ptr<const ModelWeights> target, int64_t n_ctx,
-                                                           const OpsOptions& ops) {
-  if (!target) return make_error(StatusCode::kInvalidArgument, "a drafter needs its target model's weights");
+Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(std::shared_ptr<const DFlashWeights> weights,
+                                                             int64_t n_ctx, const OpsOptions& ops) {
+  if (!weights) return make_error(StatusCode::kInvalidArgument, "a drafter needs its weights");
   if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "drafter context must be positive (got {})", n_ctx);
   std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
-  SAKER_ASSIGN_OR_RETURN(d->config_, DFlashConfig::load(dir));
-  const DFlashConfig& c = d->config_;
-  const ModelHParams& t = target->hparams();
-  SAKER_RETURN_IF_ERROR(c.check_target(t));
+  d->w_ = std::move(weights);
   d->ops_ = ops;
-  d->target_ = target;
-  SAKER_ASSIGN_OR_RETURN(d->token_embd_, target->require("token_embd.weight", {t.n_vocab, t.n_embd}));
-  if (target->find("output.weight")) {
-    SAKER_ASSIGN_OR_RETURN(d->output_, target->require("output.weight", {t.n_vocab, t.n_embd}));
-  } else {
-    d->output_ = d->token_embd_;
-  }
-
-  SAKER_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(dir + "/model.safetensors"));
-  const int64_t H = c.n_embd, n_taps = static_cast<int64_t>(c.target_layers.size());
-  SAKER_ASSIGN_OR_RETURN(d->fc_, d->load_tensor(file, "fc.weight", {H, n_taps * H}));
-  SAKER_ASSIGN_OR_RETURN(d->hidden_norm_, d->load_tensor(file, "hidden_norm.weight", {H}));
-  SAKER_ASSIGN_OR_RETURN(d->norm_, d->load_tensor(file, "norm.weight", {H}));
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const std::string p = fmt::format("layers.{}.", l);
-    Layer L;
-    SAKER_ASSIGN_OR_RETURN(L.input_norm, d->load_tensor(file, p + "input_layernorm.weight", {H}));
-    SAKER_ASSIGN_OR_RETURN(L.post_attn_norm, d->load_tensor(file, p + "post_attention_layernorm.weight", {H}));
-    SAKER_ASSIGN_OR_RETURN(L.wq, d->load_tensor(file, p + "self_attn.q_proj.weight", {c.q_dim(), H}));
-    SAKER_ASSIGN_OR_RETURN(L.wk, d->load_tensor(file, p + "self_attn.k_proj.weight", {c.kv_dim(), H}));
-    SAKER_ASSIGN_OR_RETURN(L.wv, d->load_tensor(file, p + "self_attn.v_proj.weight", {c.kv_dim(), H}));
-    SAKER_ASSIGN_OR_RETURN(L.wo, d->load_tensor(file, p + "self_attn.o_proj.weight", {H, c.q_dim()}));
-    SAKER_ASSIGN_OR_RETURN(L.q_norm, d->load_tensor(file, p + "self_attn.q_norm.weight", {c.head_dim}));
-    SAKER_ASSIGN_OR_RETURN(L.k_norm, d->load_tensor(file, p + "self_attn.k_norm.weight", {c.head_dim}));
-    SAKER_ASSIGN_OR_RETURN(L.w_gate, d->load_tensor(file, p + "mlp.gate_proj.weight", {c.n_ff, H}));
-    SAKER_ASSIGN_OR_RETURN(L.w_up, d->load_tensor(file, p + "mlp.up_proj.weight", {c.n_ff, H}));
-    SAKER_ASSIGN_OR_RETURN(L.w_down, d->load_tensor(file, p + "mlp.down_proj.weight", {H, c.n_ff}));
-    d->layers_.push_back(L);
-  }
-  const size_t expected = 3 + 11 * static_cast<size_t>(c.n_layer);
-  if (file.tensors().size() != expected) {
-    return make_error(StatusCode::kInvalidArgument,
-                      "{}: {} tensors, expected {} for {} draft layers (a DFlash drafter has no embedding or head "
-                      "of its own)", file.path(), file.tensors().size(), expected, c.n_layer);
-  }
-
+  const DFlashConfig& c = d->w_->config;
   const KvCacheConfig kc = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, DType::kF32);
   SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(kc));
   d->kv_ = std::make_unique<KvCache>(std::move(kv));
@@ -123,6 +60,13 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& di
   return d;
 }
 
+Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& dir,
+                                                           std::shared_ptr<const ModelWeights> target, int64_t n_ctx,
+                                                           const OpsOptions& ops) {
+  SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const DFlashWeights> w, DFlashWeights::load(dir, std::move(target)));
+  return create(std::move(w), n_ctx, ops);
+}
+
 Status DFlashDrafter::matmul(const TensorView& x, const TensorView& w, const TensorView& out) const {
   if (ops_.fast_matmul) return cpu::matmul(x, w, out, ops_.matmul);
   return ref::matmul(x, w, out);
@@ -130,8 +74,8 @@ Status DFlashDrafter::matmul(const TensorView& x, const TensorView& w, const Ten
 
 Status DFlashDrafter::write_kv(int64_t l, const TensorView& x, int64_t first, std::vector<float>* k,
                                std::vector<float>* v) {
-  const DFlashConfig& c = config_;
-  const Layer& L = layers_[l];
+  const DFlashConfig& c = w_->config;
+  const Layer& L = w_->layers[l];
   const int64_t n = x.shape[0];
   k->resize(n * c.kv_dim());
   v->resize(n * c.kv_dim());
@@ -149,7 +93,7 @@ Status DFlashDrafter::write_kv(int64_t l, const TensorView& x, int64_t first, st
 }
 
 Status DFlashDrafter::add_context(int64_t first, int64_t n, const float* taps) {
-  const DFlashConfig& c = config_;
+  const DFlashConfig& c = w_->config;
   if (first < 0 || first > n_context_) {
     return make_error(StatusCode::kInvalidArgument, "drafter context: positions from {} given, {} held", first,
                       n_context_);
@@ -162,15 +106,15 @@ Status DFlashDrafter::add_context(int64_t first, int64_t n, const float* taps) {
   std::vector<float> ctx(n * H), k, v;  // ctx [n, n_embd]
   const TensorView cv = f32(ctx.data(), {n, H});
   // [n, n_taps, n_embd] is [n, n_taps * n_embd]: the taps concatenated per position
-  SAKER_RETURN_IF_ERROR(matmul(f32(const_cast<float*>(taps), {n, n_taps * H}), fc_, cv));
-  SAKER_RETURN_IF_ERROR(ref::rms_norm(cv, hidden_norm_, cv, static_cast<float>(c.rms_eps)));
+  SAKER_RETURN_IF_ERROR(matmul(f32(const_cast<float*>(taps), {n, n_taps * H}), w_->fc, cv));
+  SAKER_RETURN_IF_ERROR(ref::rms_norm(cv, w_->hidden_norm, cv, static_cast<float>(c.rms_eps)));
   for (int64_t l = 0; l < c.n_layer; ++l) SAKER_RETURN_IF_ERROR(write_kv(l, cv, first, &k, &v));
   n_context_ = first + n;
   return {};
 }
 
 Status DFlashDrafter::block_logits(int32_t pending, std::vector<float>* logits_out) {
-  const DFlashConfig& c = config_;
+  const DFlashConfig& c = w_->config;
   const int64_t B = c.block_size, H = c.n_embd, s = n_context_;
   if (s + B > n_ctx_) {
     return make_error(StatusCode::kOutOfRange, "drafter: a block at position {} does not fit its {} slots", s, n_ctx_);
@@ -180,14 +124,14 @@ Status DFlashDrafter::block_logits(int32_t pending, std::vector<float>* logits_o
   std::vector<float> h(B * H), hn(B * H), q(B * c.q_dim()), attn(B * c.q_dim());  // [B, ...]
   std::vector<float> gate(B * c.n_ff), up(B * c.n_ff), k, v;
   const TensorView hv = f32(h.data(), {B, H}), hnv = f32(hn.data(), {B, H});
-  SAKER_RETURN_IF_ERROR(ref::embedding(token_embd_, block, hv));
+  SAKER_RETURN_IF_ERROR(ref::embedding(w_->token_embd, block, hv));
   BlockBatch b(block_table_, s, B, s + B, AttentionMask::kFull);  // every context slot and the whole block
   ref::RopeParams rope;
   rope.theta_base = c.rope_theta;
   ref::AttentionParams ap;  // scale 1 / sqrt(head_dim)
   const float eps = static_cast<float>(c.rms_eps);
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    const Layer& L = layers_[l];
+    const Layer& L = w_->layers[l];
     SAKER_RETURN_IF_ERROR(ref::rms_norm(hv, L.input_norm, hnv, eps));
     SAKER_RETURN_IF_ERROR(write_kv(l, hnv, s, &k, &v));  // the block's own K/V: slots s..s+B-1
     SAKER_RETURN_IF_ERROR(matmul(hnv, L.wq, f32(q.data(), {B, c.q_dim()})));
@@ -211,15 +155,15 @@ Status DFlashDrafter::block_logits(int32_t pending, std::vector<float>* logits_o
   }
   // Rows 1..B-1 through the final norm and the target's head.
   const TensorView rows = f32(h.data() + H, {B - 1, H});
-  SAKER_RETURN_IF_ERROR(ref::rms_norm(rows, norm_, rows, eps));
+  SAKER_RETURN_IF_ERROR(ref::rms_norm(rows, w_->norm, rows, eps));
   logits_out->resize((B - 1) * c.n_vocab);  // [B - 1, n_vocab]
-  return matmul(rows, output_, f32(logits_out->data(), {B - 1, c.n_vocab}));
+  return matmul(rows, w_->output, f32(logits_out->data(), {B - 1, c.n_vocab}));
 }
 
 Status DFlashDrafter::propose(int32_t pending, std::vector<int32_t>* drafts) {
   std::vector<float> logits;
   SAKER_RETURN_IF_ERROR(block_logits(pending, &logits));
-  const int64_t V = config_.n_vocab, rows = config_.block_size - 1;
+  const int64_t V = w_->config.n_vocab, rows = w_->config.block_size - 1;
   drafts->resize(rows);
   for (int64_t i = 0; i < rows; ++i) {
     const float* r = logits.data() + i * V;
@@ -232,7 +176,7 @@ Status DFlashDrafter::propose_top(int32_t pending, int32_t k, std::vector<TopTok
   if (k <= 0) return make_error(StatusCode::kInvalidArgument, "drafter: top-{} asked for", k);
   std::vector<float> logits;
   SAKER_RETURN_IF_ERROR(block_logits(pending, &logits));
-  const int64_t V = config_.n_vocab, rows = config_.block_size - 1;
+  const int64_t V = w_->config.n_vocab, rows = w_->config.block_size - 1;
   const int64_t n = std::min<int64_t>(k, V);
   out->resize(rows);
   std::vector<int32_t> ids(V);

@@ -17,27 +17,29 @@
 #include <string>
 #include <vector>
 
-#include "core/buffer.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "engine/kv_cache.h"
 #include "models/model.h"
 #include "models/model_weights.h"
 #include "spec/dflash_config.h"
+#include "spec/dflash_weights.h"
 
 namespace saker::spec {
 
 class DFlashDrafter {
  public:
-  // dir: config.json + model.safetensors (BF16, F16 or F32; kept in f32). target: the weights of the model the
-  // drafter was trained for (its embedding and output head are borrowed). n_ctx: the most positions a
+  // A drafter over shared weights (DFlashWeights): its own context and KV cache. n_ctx: the most positions a
   // sequence reaches (context plus one block).
+  static Result<std::unique_ptr<DFlashDrafter>> create(std::shared_ptr<const DFlashWeights> weights, int64_t n_ctx,
+                                                       const OpsOptions& ops = {});
+  // DFlashWeights::load(dir, target) then create().
   static Result<std::unique_ptr<DFlashDrafter>> load(const std::string& dir,
                                                      std::shared_ptr<const ModelWeights> target, int64_t n_ctx,
                                                      const OpsOptions& ops = {});
 
-  const DFlashConfig& config() const { return config_; }
-  std::span<const int32_t> target_layers() const { return config_.target_layers; }
+  const DFlashConfig& config() const { return w_->config; }
+  std::span<const int32_t> target_layers() const { return w_->config.target_layers; }
   int64_t n_context() const { return n_context_; }
   int64_t n_ctx() const { return n_ctx_; }
 
@@ -58,30 +60,17 @@ class DFlashDrafter {
   Status propose_top(int32_t pending, int32_t k, std::vector<TopTokens>* rows);
 
  private:
-  struct Layer {
-    TensorView input_norm, post_attn_norm;  // [n_embd]
-    TensorView wq, wk, wv, wo;              // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
-    TensorView q_norm, k_norm;              // [head_dim]
-    TensorView w_gate, w_up, w_down;        // [n_ff, n_embd] x2, [n_embd, n_ff]
-  };
+  using Layer = DFlashWeights::Layer;
 
   DFlashDrafter() = default;
-  Result<TensorView> load_tensor(const SafetensorsFile& file, const std::string& name, std::vector<int64_t> shape);
   Status matmul(const TensorView& x, const TensorView& w, const TensorView& out) const;
   // The block's draft logits: [block_size - 1, n_vocab], row i for position n_context() + 1 + i.
   Status block_logits(int32_t pending, std::vector<float>* logits);
   // K (normed, rotated) and V of rows `x` [n, n_embd] at positions first.. into layer l's cache.
   Status write_kv(int64_t l, const TensorView& x, int64_t first, std::vector<float>* k, std::vector<float>* v);
 
-  DFlashConfig config_;
+  std::shared_ptr<const DFlashWeights> w_;
   OpsOptions ops_;
-  std::shared_ptr<const ModelWeights> target_;
-  TensorView token_embd_;        // [n_vocab, n_embd] the target's
-  TensorView output_;            // [n_vocab, n_embd] the target's head (token_embd when tied)
-  TensorView fc_;                // [n_embd, n_taps * n_embd]
-  TensorView hidden_norm_, norm_;  // [n_embd]
-  std::vector<Layer> layers_;
-  std::vector<HostBuffer> owned_;  // the drafter's weights in f32
   std::unique_ptr<KvCache> kv_;    // [n_layer] x [n_blocks, 16, n_head_kv, head_dim]
   std::vector<int32_t> block_table_;
   int64_t n_ctx_ = 0;

@@ -61,9 +61,18 @@ Result<std::unique_ptr<SpeculativeGenerator>> SpeculativeGenerator::create(Model
 Result<std::unique_ptr<SpeculativeGenerator>> SpeculativeGenerator::load(
     Model& target, std::shared_ptr<const ModelWeights> target_weights, const std::string& drafter_dir,
     const text::Tokenizer* tokenizer, int64_t n_ctx, int32_t tree_budget, const OpsOptions& ops) {
-  // The drafter holds the context plus one block; a little more covers any block size it declares.
+  SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const DFlashWeights> w,
+                         DFlashWeights::load(drafter_dir, std::move(target_weights)));
+  return create(target, std::move(w), tokenizer, n_ctx, tree_budget, ops);
+}
+
+Result<std::unique_ptr<SpeculativeGenerator>> SpeculativeGenerator::create(
+    Model& target, std::shared_ptr<const DFlashWeights> drafter_weights, const text::Tokenizer* tokenizer,
+    int64_t n_ctx, int32_t tree_budget, const OpsOptions& ops) {
+  if (!drafter_weights) return make_error(StatusCode::kInvalidArgument, "speculative decoding needs a drafter");
+  const int64_t drafter_ctx = n_ctx + drafter_weights->config.block_size;  // the context plus one block
   SAKER_ASSIGN_OR_RETURN(std::unique_ptr<DFlashDrafter> drafter,
-                         DFlashDrafter::load(drafter_dir, std::move(target_weights), n_ctx + 64, ops));
+                         DFlashDrafter::create(std::move(drafter_weights), drafter_ctx, ops));
   return create(target, std::move(drafter), tokenizer, n_ctx, tree_budget);
 }
 

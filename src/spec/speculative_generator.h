@@ -43,6 +43,11 @@ class SpeculativeGenerator : public SequenceGenerator {
                                                               const text::Tokenizer* tokenizer, int64_t n_ctx,
                                                               int32_t tree_budget = 0);
 
+  // A generator with its own drafter over shared drafter weights (one copy for every server slot).
+  static Result<std::unique_ptr<SpeculativeGenerator>> create(Model& target,
+                                                              std::shared_ptr<const DFlashWeights> drafter_weights,
+                                                              const text::Tokenizer* tokenizer, int64_t n_ctx,
+                                                              int32_t tree_budget, const OpsOptions& ops);
   // Loads the drafter folder for `target` (whose weights it borrows) and creates the generator.
   static Result<std::unique_ptr<SpeculativeGenerator>> load(Model& target,
                                                             std::shared_ptr<const ModelWeights> target_weights,

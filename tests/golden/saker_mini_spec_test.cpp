@@ -191,6 +191,36 @@ TEST(SakerMiniSpeculative, SampledDecodingIsPlainSamplingDrawForDraw) {
               static_cast<long long>(steps));
 }
 
+// Server slots share one copy of the drafter's weights; each generator keeps its own drafter state, so two
+// generators over the same weights, used in turn, give what each gives alone.
+TEST(SakerMiniSpeculative, GeneratorsShareDrafterWeightsButNotState) {
+  SAKER_REQUIRE_MINI();
+  const HeldOut held = load_heldout();
+  ASSERT_GE(held.prompts.size(), 2u);
+  auto weights = load_mini_weights();
+  ASSERT_TRUE(weights);
+  auto model = load_mini(OpsOptions{}, weights);
+  ASSERT_TRUE(model);
+  auto dw = spec::DFlashWeights::load((mini_dir() / "drafter").string(), weights);
+  ASSERT_TRUE(dw.ok()) << dw.status().to_string();
+  auto a = spec::SpeculativeGenerator::create(*model, *dw, nullptr, kCtx, 0, OpsOptions{});
+  auto b = spec::SpeculativeGenerator::create(*model, *dw, nullptr, kCtx, 16, OpsOptions{});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(&(*a)->drafter().config(), &(*b)->drafter().config()) << "one copy of the weights";
+  GenerateOptions opt;
+  opt.max_tokens = 32;
+  opt.ignore_eos = true;
+  opt.sampling.temperature = 0.0f;
+  auto a0 = (*a)->generate(held.prompts[0], opt);
+  auto b1 = (*b)->generate(held.prompts[1], opt);
+  auto a1 = (*a)->generate(held.prompts[1], opt);
+  auto b0 = (*b)->generate(held.prompts[0], opt);
+  ASSERT_TRUE(a0.ok() && b1.ok() && a1.ok() && b0.ok());
+  EXPECT_EQ(a0->tokens, b0->tokens);
+  EXPECT_EQ(a1->tokens, b1->tokens);
+  EXPECT_NE(a0->tokens, a1->tokens);
+}
+
 // A drafter folder that does not fit the target, or whose files disagree with its config, is refused by name.
 TEST(SakerMiniSpeculative, MismatchedDrafterFilesAreRefused) {
   SAKER_REQUIRE_MINI();
