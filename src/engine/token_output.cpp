@@ -103,7 +103,12 @@ bool TokenOutput::push(int32_t id, std::span<const float> raw_logits) {
   }
   if (detok_) {
     const std::string released = stops_.push(detok_->push(id));
-    if (!emit(released) || stops_.stopped()) {
+    // A consumer that refuses text (a client that went away) cancels; only a stop string is a stop.
+    if (!emit(released)) {
+      r.finish = FinishReason::kCancelled;
+      return false;
+    }
+    if (stops_.stopped()) {
       r.finish = FinishReason::kStop;
       r.stop_string = stops_.matched();
       return false;

@@ -27,7 +27,8 @@ class TokenOutput {
               const std::function<bool(std::string_view)>& on_text, GenerateResult* result);
 
   // The next token. raw_logits: the row it was chosen from before the sampler's processors (read only when
-  // logprobs are asked for). Returns false when generation is over (result->finish says why).
+  // logprobs are asked for). Returns false when generation is over (result->finish says why: kEos, kStop for a
+  // stop string, kLength, or kCancelled when on_token or on_text returned false).
   bool push(int32_t id, std::span<const float> raw_logits);
   // True when the request was cancelled from another thread (result->finish is set to kCancelled).
   bool cancelled();
