@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "engine/sequence_batch.h"
 #include "engine/token_output.h"
 
 namespace saker {
@@ -48,18 +49,10 @@ Result<std::unique_ptr<Generator>> Generator::create(Model& model, const text::T
 Status Generator::step(std::span<const int32_t> tokens, int64_t begin, int64_t end, std::span<const int32_t> outputs,
                        float* logits) {
   const int64_t n = end - begin;
-  std::vector<int32_t> seq(n, 0), slot(n);
-  for (int64_t i = 0; i < n; ++i) slot[i] = static_cast<int32_t>(begin + i);
-  AttentionSequence s;
-  s.block_table = block_table_;
-  s.n_ctx = static_cast<int32_t>(end);
-  s.mask = AttentionMask::kCausal;
+  const SequenceBatch sb(block_table_, begin, n, AttentionMask::kCausal);
   ForwardBatch batch;
   batch.tokens = tokens.subspan(begin, n);
-  batch.attn.sequences = std::span<const AttentionSequence>(&s, 1);
-  batch.attn.token_seq = seq;
-  batch.attn.token_slot = slot;
-  batch.attn.token_pos = slot;  // a chain: position == slot
+  batch.attn = sb.attn;
   batch.output_rows = outputs;
   SAKER_RETURN_IF_ERROR(batch.attn.validate(kv_.config().n_blocks, kv_.config().block_size));
   return model_.forward(batch, kv_.layers(), logits);

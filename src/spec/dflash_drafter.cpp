@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/sequence_batch.h"
 #include "ops/cpu/attention.h"
 #include "ops/cpu/matmul.h"
 #include "ops/ref/add.h"
@@ -21,25 +22,6 @@ namespace saker::spec {
 namespace {
 
 TensorView f32(float* p, std::initializer_list<int64_t> shape) { return TensorView::contiguous(p, DType::kF32, shape); }
-
-// One sequence whose tokens occupy slots first..first+n-1 (position == slot) and see keys [0, n_ctx).
-struct BlockBatch {
-  std::vector<int32_t> seq, slot;
-  AttentionSequence s;
-  AttentionBatch attn;
-  BlockBatch(std::span<const int32_t> block_table, int64_t first, int64_t n, int64_t n_ctx, AttentionMask mask)
-      : seq(n, 0), slot(n) {
-    std::iota(slot.begin(), slot.end(), static_cast<int32_t>(first));
-    s.block_table = block_table;
-    s.n_ctx = static_cast<int32_t>(n_ctx);
-    s.mask = mask;
-    attn.sequences = std::span<const AttentionSequence>(&s, 1);
-    attn.token_seq = seq;
-    attn.token_slot = slot;
-    attn.token_pos = slot;
-  }
-  BlockBatch(const BlockBatch&) = delete;
-};
 
 }  // namespace
 
@@ -83,7 +65,7 @@ Status DFlashDrafter::write_kv(int64_t l, const TensorView& x, int64_t first, st
   SAKER_RETURN_IF_ERROR(matmul(x, L.wv, f32(v->data(), {n, c.kv_dim()})));
   const TensorView kh = f32(k->data(), {n * c.n_head_kv, c.head_dim});
   SAKER_RETURN_IF_ERROR(ref::rms_norm(kh, L.k_norm, kh, static_cast<float>(c.rms_eps)));
-  BlockBatch b(block_table_, first, n, first + n, AttentionMask::kCausal);
+  const SequenceBatch b(block_table_, first, n, AttentionMask::kCausal);
   ref::RopeParams rope;
   rope.theta_base = c.rope_theta;
   const TensorView k3 = f32(k->data(), {n, c.n_head_kv, c.head_dim});
@@ -125,7 +107,7 @@ Status DFlashDrafter::block_logits(int32_t pending, std::vector<float>* logits_o
   std::vector<float> gate(B * c.n_ff), up(B * c.n_ff), k, v;
   const TensorView hv = f32(h.data(), {B, H}), hnv = f32(hn.data(), {B, H});
   SAKER_RETURN_IF_ERROR(ref::embedding(w_->token_embd, block, hv));
-  BlockBatch b(block_table_, s, B, s + B, AttentionMask::kFull);  // every context slot and the whole block
+  const SequenceBatch b(block_table_, s, B, AttentionMask::kFull);  // every context slot and the whole block
   ref::RopeParams rope;
   rope.theta_base = c.rope_theta;
   ref::AttentionParams ap;  // scale 1 / sqrt(head_dim)

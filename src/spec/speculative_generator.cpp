@@ -4,6 +4,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "engine/sequence_batch.h"
 #include "engine/token_output.h"
 #include "sample/sampler.h"
 #include "spec/draft_tree.h"
@@ -82,25 +83,21 @@ Status SpeculativeGenerator::forward(std::span<const int32_t> tokens, int64_t fi
   const ModelHParams& h = target_.hparams();
   const int64_t n = static_cast<int64_t>(tokens.size());
   const bool tree = !parents.empty();
-  std::vector<int32_t> seq(n, 0), slot(n), outputs(tree ? n : 1);
-  std::iota(slot.begin(), slot.end(), static_cast<int32_t>(first));
+  SequenceBatch sb(block_table_, first, n, tree ? AttentionMask::kTree : AttentionMask::kCausal);
+  if (tree) {
+    sb.sequence.tree_start = static_cast<int32_t>(first);
+    sb.attn.token_pos = positions;
+    sb.attn.token_parent = parents;
+  }
+  std::vector<int32_t> outputs(tree ? n : 1);
   if (tree) {
     std::iota(outputs.begin(), outputs.end(), 0);
   } else {
     outputs[0] = static_cast<int32_t>(n - 1);
   }
-  AttentionSequence s;
-  s.block_table = block_table_;
-  s.n_ctx = static_cast<int32_t>(first + n);
-  s.mask = tree ? AttentionMask::kTree : AttentionMask::kCausal;
-  s.tree_start = tree ? static_cast<int32_t>(first) : 0;
   ForwardBatch batch;
   batch.tokens = tokens;
-  batch.attn.sequences = std::span<const AttentionSequence>(&s, 1);
-  batch.attn.token_seq = seq;
-  batch.attn.token_slot = slot;
-  batch.attn.token_pos = tree ? positions : std::span<const int32_t>(slot);  // a chain: position == slot
-  batch.attn.token_parent = parents;
+  batch.attn = sb.attn;
   batch.output_rows = outputs;
   const std::span<const int32_t> layers = drafter_->target_layers();
   taps->resize(n * static_cast<int64_t>(layers.size()) * h.n_embd);
