@@ -1,9 +1,6 @@
 #include "engine/token_output.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <numeric>
+#include "sample/logprobs.h"
 
 namespace saker {
 namespace {
@@ -12,20 +9,10 @@ namespace {
 GeneratedToken token_logprobs(std::span<const float> logits, int32_t id, int32_t n_top) {
   GeneratedToken t;
   t.id = id;
-  float max_l = -std::numeric_limits<float>::infinity();
-  for (float l : logits) max_l = std::max(max_l, l);
-  double sum = 0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l) - max_l);
-  const float log_z = max_l + static_cast<float>(std::log(sum));
+  const float log_z = log_sum_exp(logits);
   t.logprob = logits[id] - log_z;
-  const int64_t n = std::min<int64_t>(n_top, static_cast<int64_t>(logits.size()));
-  if (n > 0) {
-    std::vector<int32_t> ids(logits.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    for (int64_t i = 0; i < n; ++i) t.top.push_back({ids[i], logits[ids[i]] - log_z});
+  if (n_top > 0) {
+    for (int32_t i : top_ids(logits, n_top)) t.top.push_back({i, logits[i] - log_z});
   }
   return t;
 }

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 
 #include "engine/sequence_batch.h"
@@ -17,6 +16,7 @@
 #include "ops/ref/rms_norm.h"
 #include "ops/ref/rope.h"
 #include "ops/ref/swiglu.h"
+#include "sample/logprobs.h"
 
 namespace saker::spec {
 namespace {
@@ -159,22 +159,14 @@ Status DFlashDrafter::propose_top(int32_t pending, int32_t k, std::vector<TopTok
   std::vector<float> logits;
   SAKER_RETURN_IF_ERROR(block_logits(pending, &logits));
   const int64_t V = w_->config.n_vocab, rows = w_->config.block_size - 1;
-  const int64_t n = std::min<int64_t>(k, V);
   out->resize(rows);
-  std::vector<int32_t> ids(V);
   for (int64_t i = 0; i < rows; ++i) {
-    const float* r = logits.data() + i * V;
-    const float m = *std::max_element(r, r + V);
-    double sum = 0;
-    for (int64_t j = 0; j < V; ++j) sum += std::exp(static_cast<double>(r[j] - m));
-    const float log_z = m + static_cast<float>(std::log(sum));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
-                      [r](int32_t a, int32_t b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
+    const std::span<const float> r(logits.data() + i * V, V);
+    const float log_z = log_sum_exp(r);
     TopTokens& t = (*out)[i];
-    t.ids.assign(ids.begin(), ids.begin() + n);
-    t.logprobs.resize(n);
-    for (int64_t j = 0; j < n; ++j) t.logprobs[j] = r[ids[j]] - log_z;
+    t.ids = top_ids(r, k);
+    t.logprobs.clear();
+    for (int32_t id : t.ids) t.logprobs.push_back(r[id] - log_z);
   }
   return {};
 }
