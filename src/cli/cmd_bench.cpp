@@ -1,6 +1,7 @@
 // `saker bench -m MODEL`: prefill, decode and verify-width speed of a model on the CPU or the GPU, with the
 // median of repeated runs and the share of the machine's roofline (bytes per step over memory bandwidth for
 // decode, FLOPs over the matrix rate for prefill). --json writes every figure for later comparison.
+// --concurrency runs the batching engine's throughput test instead (cli/bench_engine.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,10 +12,11 @@
 #include <random>
 
 #include "cli/bench_ceilings.h"
+#include "cli/bench_engine.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "engine/block_allocator.h"
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 
 namespace saker::cli {
 namespace {
@@ -34,6 +36,8 @@ struct BenchArgs {
   double tflops = 0;
   int64_t batch_tokens = 2048;
   bool no_graphs = false;
+  EngineBenchArgs engine;  // used when engine.concurrency is not empty
+  int64_t prefix_reuse = 0;  // > 0: the prefix cache's warm vs cold time to first token with a prefix this long
 };
 
 using Clock = std::chrono::steady_clock;
@@ -55,7 +59,7 @@ double median(std::vector<double> v) {
 // One sequence over the whole cache; builds chain batches at any slot.
 class Bench {
  public:
-  Bench(Model& model, KvCache& kv) : model_(model), kv_(kv), h_(model.hparams()) {
+  Bench(Model& model, KvStorage& kv) : model_(model), kv_(kv), h_(model.hparams()) {
     table_.resize(kv.config().n_blocks);
     for (size_t i = 0; i < table_.size(); ++i) table_[i] = static_cast<int32_t>(i);
   }
@@ -93,7 +97,7 @@ class Bench {
 
  private:
   Model& model_;
-  KvCache& kv_;
+  KvStorage& kv_;
   const ModelHParams& h_;
   std::mt19937_64 rng_{1234};
   std::vector<int32_t> table_, tokens_, seq_, slot_, out_;
@@ -112,8 +116,11 @@ Result<std::vector<double>> time_runs(int warmup, int reps, F&& run) {
   return ms;
 }
 
+int run_engine(const BenchArgs& a);
+
 int run(const BenchArgs& a) {
   if (a.reps < 1) return fail("--reps must be >= 1");
+  if (!a.engine.concurrency.empty() || a.prefix_reuse > 0) return run_engine(a);
   OpsOptions ops;
   ops.max_batch_tokens = a.batch_tokens;
   ops.cuda_graphs = !a.no_graphs;
@@ -127,9 +134,8 @@ int run(const BenchArgs& a) {
   for (int64_t p : a.prefill) need = std::max(need, p);
   for (int64_t c : a.decode_ctx) need = std::max(need, c + a.n_decode);
   for (int64_t r : a.rows) need = std::max(need, a.verify_ctx + r);
-  const KvCacheConfig kc =
-      kv_cache_config_for(model, need, model.device() == Device::kCuda ? DType::kF16 : DType::kF32);
-  auto kv = KvCache::create(kc);
+  const KvCacheConfig kc = kv_cache_config_for(model, need);
+  auto kv = model.allocate_kv(kc);
   if (!kv.ok()) return fail(kv.status().to_string());
 
   Ceilings ceil = model.device() == Device::kCuda ? gpu_ceilings() : measure_cpu_ceilings();
@@ -142,7 +148,7 @@ int run(const BenchArgs& a) {
              a.model, device_name(model.device()), h.summary(), cost.decode_bytes / double(1 << 30),
              ceil.bandwidth_gbs, ceil.tflops, ceil.source);
 
-  Bench bench(model, *kv);
+  Bench bench(model, **kv);
   std::vector<Sample> samples;
   const int64_t chunk = std::max<int64_t>(64, a.batch_tokens);
   auto fail_at = [](const std::string& what, const Status& s) { return fail(fmt::format("{}: {}", what, s.to_string())); };
@@ -229,6 +235,48 @@ int run(const BenchArgs& a) {
   return 0;
 }
 
+// The engine bench: the same model loading and JSON header, rows under "engine".
+int run_engine(const BenchArgs& a) {
+  EngineBenchArgs e = a.engine;
+  e.reps = a.reps;
+  e.warmup = a.warmup;
+  if (!e.concurrency.empty()) {
+    if (auto st = check_engine_bench_args(e); !st.ok()) return fail(st.message());
+  }
+  OpsOptions ops;
+  ops.max_batch_tokens = a.batch_tokens;
+  ops.cuda_graphs = !a.no_graphs;
+  auto loaded = load_model_on(a.model, ops, a.device);
+  if (!loaded.ok()) return fail(loaded.status().to_string());
+  Model& model = *loaded->model;
+  fmt::print(stderr, "bench: {} on {} | {} | engine: prompt {} + gen {} tokens per request, concurrency {}\n", a.model,
+             device_name(model.device()), model.hparams().summary(), e.prompt_tokens, e.gen_tokens,
+             fmt::join(e.concurrency, ","));
+  nlohmann::json engine_rows = nlohmann::json::array(), prefix = nullptr;
+  if (!e.concurrency.empty()) {
+    auto rows = run_engine_bench(model, loaded->tokenizer.get(), e);
+    if (!rows.ok()) return fail(rows.status().to_string());
+    engine_rows = *rows;
+  }
+  if (a.prefix_reuse > 0) {
+    auto p = run_prefix_cache_bench(model, loaded->tokenizer.get(), a.prefix_reuse, 64, e.prefill_chunk, a.reps);
+    if (!p.ok()) return fail(p.status().to_string());
+    prefix = *p;
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = {{"model", a.model},
+                        {"device", device_name(model.device())},
+                        {"geometry", model.hparams().summary()},
+                        {"reps", a.reps},
+                        {"engine", engine_rows},
+                        {"prefix_cache", prefix}};
+    std::ofstream f(a.json);
+    f << j.dump(2) << "\n";
+    if (!f) return fail(fmt::format("cannot write {}", a.json));
+  }
+  return 0;
+}
+
 }  // namespace
 
 Command make_bench_command() {
@@ -252,6 +300,25 @@ Command make_bench_command() {
         s->add_option("--tflops", a->tflops, "Matrix rate ceiling in TFLOP/s (default: GPU 800, CPU measured)");
         s->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward (prefill chunks)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time");
+        s->add_option("--concurrency", a->engine.concurrency,
+                      "Batching engine test instead of the single-sequence ones: for each N, N requests of "
+                      "--prompt-tokens random tokens generating --gen-tokens each, all at once (table and the "
+                      "--json key \"engine\": wall time, TTFT p50/p99, prefill, decode and total tok/s, tokens per step)")
+            ->delimiter(',');
+        s->add_option("--prompt-tokens", a->engine.prompt_tokens, "Engine test: prompt tokens per request")
+            ->capture_default_str();
+        s->add_option("--gen-tokens", a->engine.gen_tokens, "Engine test: tokens generated per request")
+            ->capture_default_str();
+        s->add_option("--prefix-reuse", a->prefix_reuse,
+                      "Engine test: time to first token of a request sharing this many prompt tokens with an earlier "
+                      "one (prefix cache) against the same request cold")
+            ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+        s->add_option("--kv-block", a->engine.kv_block, "Engine test: tokens per KV page")->capture_default_str();
+        s->add_option("--prefill-chunk", a->engine.prefill_chunk, "Engine test: prompt tokens one sequence feeds per step")
+            ->capture_default_str();
+        s->add_option("--step-tokens", a->engine.step_tokens,
+                      "Engine test: tokens per engine step (0: 4 x prefill chunk + N, as saker serve)")
+            ->capture_default_str();
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

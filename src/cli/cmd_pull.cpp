@@ -33,7 +33,7 @@ Command make_pull_command() {
           for (const KnownModel& m : known_models()) {
             std::string aliases;
             for (const auto& al : m.aliases) aliases += (aliases.empty() ? "" : ", ") + al;
-            fmt::print("{:<24} {} MB  {} (also: {})\n", m.name, m.size / 1000000, m.description, aliases);
+            fmt::print("{:<28} {} MB  {} (also: {})\n", m.name, m.size / 1000000, m.description, aliases);
           }
           if (!a->list) return fail("pull: name a model (the list is above)");
           return 0;

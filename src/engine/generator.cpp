@@ -16,6 +16,14 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// True when the sampler would pick the plain argmax of the model's logits (greedy, nothing that edits them)
+// and no logprobs are asked for: the model then hands back ids and no [n_vocab] logits cross to the host.
+bool ids_only(const GenerateOptions& opt) {
+  const SamplingParams& p = opt.sampling;
+  const bool penalties = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  return p.greedy() && p.logit_bias.empty() && !penalties && opt.top_logprobs < 0;
+}
+
 }  // namespace
 
 const char* finish_reason_name(FinishReason r) {
@@ -28,18 +36,17 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
-Generator::Generator(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx, KvCache kv)
+Generator::Generator(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx, std::unique_ptr<KvStorage> kv)
     : model_(model),
       tokenizer_(tokenizer),
       n_ctx_(n_ctx),
       kv_(std::move(kv)),
-      allocator_(static_cast<int32_t>(kv_.config().n_blocks)) {}
+      allocator_(static_cast<int32_t>(kv_->config().n_blocks)) {}
 
-Result<std::unique_ptr<Generator>> Generator::create(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx,
-                                                     DType kv_dtype) {
+Result<std::unique_ptr<Generator>> Generator::create(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx) {
   if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "context size must be positive (got {})", n_ctx);
-  const KvCacheConfig c = kv_cache_config_for(model, n_ctx, kv_dtype);
-  SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(c));
+  const KvCacheConfig c = kv_cache_config_for(model, n_ctx);
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvStorage> kv, model.allocate_kv(c));
   std::unique_ptr<Generator> g(new Generator(model, tokenizer, n_ctx, std::move(kv)));
   // One sequence owns the whole cache: its block table is every block, in allocation order.
   SAKER_RETURN_IF_ERROR(g->allocator_.allocate(static_cast<int32_t>(c.n_blocks), &g->block_table_));
@@ -47,15 +54,16 @@ Result<std::unique_ptr<Generator>> Generator::create(Model& model, const text::T
 }
 
 Status Generator::step(std::span<const int32_t> tokens, int64_t begin, int64_t end, std::span<const int32_t> outputs,
-                       float* logits) {
+                       float* logits, int32_t* argmax) {
   const int64_t n = end - begin;
   const SequenceBatch sb(block_table_, begin, n, AttentionMask::kCausal);
   ForwardBatch batch;
   batch.tokens = tokens.subspan(begin, n);
   batch.attn = sb.attn;
   batch.output_rows = outputs;
-  SAKER_RETURN_IF_ERROR(batch.attn.validate(kv_.config().n_blocks, kv_.config().block_size));
-  return model_.forward(batch, kv_.layers(), logits);
+  batch.argmax = argmax;
+  SAKER_RETURN_IF_ERROR(batch.attn.validate(kv_->config().n_blocks, kv_->config().block_size));
+  return model_.forward(batch, kv_->layers(), logits);
 }
 
 Result<std::vector<float>> Generator::prompt_logits(std::span<const int32_t> tokens) {
@@ -101,6 +109,11 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
   std::vector<int32_t> all(prompt.begin(), prompt.end());  // prompt + generated, for penalties
   std::vector<float> logits(h.n_vocab);
   const int32_t last_row = 0;
+  // Greedy without processors: the model's argmax is the sampler's pick, so steps bring back one id.
+  const bool greedy_ids = ids_only(opt);
+  int32_t next_id = -1;
+  float* step_logits = greedy_ids ? nullptr : logits.data();
+  int32_t* step_argmax = greedy_ids ? &next_id : nullptr;
 
   auto cancelled = [&] { return opt.cancel && opt.cancel->load(std::memory_order_relaxed); };
   const auto t0 = Clock::now();
@@ -115,7 +128,7 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
       return r;
     }
     SAKER_RETURN_IF_ERROR(step(prompt, begin, end, last ? std::span<const int32_t>(&out_row, 1)
-                                                        : std::span<const int32_t>(), logits.data()));
+                                                        : std::span<const int32_t>(), step_logits, step_argmax));
   }
   r.prompt_ms = ms_since(t0);
   const auto t1 = Clock::now();
@@ -127,11 +140,11 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt, cons
   while (keep_going) {
     if (out.cancelled()) break;
     if (opt.top_logprobs >= 0) raw_logits = logits;  // the sampler edits logits in place
-    const int32_t id = sampler.sample(logits, all);
+    const int32_t id = greedy_ids ? next_id : sampler.sample(logits, all);
     if (!out.push(id, raw_logits)) break;
     all.push_back(id);
     const int64_t pos = static_cast<int64_t>(all.size()) - 1;
-    SAKER_RETURN_IF_ERROR(step(all, pos, pos + 1, std::span<const int32_t>(&last_row, 1), logits.data()));
+    SAKER_RETURN_IF_ERROR(step(all, pos, pos + 1, std::span<const int32_t>(&last_row, 1), step_logits, step_argmax));
   }
   out.finish();
   r.generate_ms = ms_since(t1);

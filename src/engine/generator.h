@@ -11,7 +11,7 @@
 
 #include "engine/block_allocator.h"
 #include "engine/generator_types.h"
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 #include "models/model.h"
 #include "sample/sampler.h"
 #include "text/tokenizer.h"
@@ -20,9 +20,9 @@ namespace saker {
 
 class Generator : public SequenceGenerator {
  public:
-  // n_ctx: the longest prompt + generation this generator holds (KV cache sized for it).
-  static Result<std::unique_ptr<Generator>> create(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx,
-                                                   DType kv_dtype = DType::kF32);
+  // n_ctx: the longest prompt + generation this generator holds (KV cache sized for it, from
+  // model.allocate_kv, in the model's KV dtype).
+  static Result<std::unique_ptr<Generator>> create(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx);
 
   Result<GenerateResult> generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                   const std::function<bool(std::string_view)>& on_text = nullptr) override;
@@ -37,15 +37,16 @@ class Generator : public SequenceGenerator {
   int64_t n_ctx() const override { return n_ctx_; }
 
  private:
-  Generator(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx, KvCache kv);
-  // Runs tokens [begin, end) of `tokens` (already-cached prefix before begin); logits for `outputs`.
+  Generator(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx, std::unique_ptr<KvStorage> kv);
+  // Runs tokens [begin, end) of `tokens` (already-cached prefix before begin); logits for `outputs` (null:
+  // none), and their argmax ids when `argmax` is set.
   Status step(std::span<const int32_t> tokens, int64_t begin, int64_t end, std::span<const int32_t> outputs,
-              float* logits);
+              float* logits, int32_t* argmax = nullptr);
 
   Model& model_;
   const text::Tokenizer* tokenizer_;
   int64_t n_ctx_;
-  KvCache kv_;
+  std::unique_ptr<KvStorage> kv_;
   BlockAllocator allocator_;
   std::vector<int32_t> block_table_;
 };

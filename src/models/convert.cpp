@@ -14,9 +14,9 @@
 namespace saker {
 namespace {
 
-// "blk.12.attn_v.weight" -> ("attn_v", 12); "output.weight" -> ("output", -1).
+// "blk.12.attn_v.weight" -> ("attn_v", 12); "blk.3.attn_q.bias" -> ("attn_q", 3); "output.weight" -> ("output", -1).
 std::pair<std::string, int64_t> split_name(const std::string& name) {
-  static const std::regex kRe(R"(blk\.(\d+)\.([a-z_]+)\.weight)");
+  static const std::regex kRe(R"(blk\.(\d+)\.([a-z_]+)\.(weight|bias))");
   std::smatch m;
   if (std::regex_match(name, m, kRe)) return {m[2].str(), std::stoll(m[1].str())};
   return {name.substr(0, name.find('.')), -1};
@@ -66,7 +66,8 @@ Status convert_to_gguf(const ModelWeights& weights, const ConvertOptions& o, con
     const int64_t n_cols = src.dim(-1);
     const int64_t n_rows = src.n_rows();
     SAKER_ASSIGN_OR_RETURN(DType dst_type, convert_tensor_type(o.type, name, n_cols, h.n_layer));
-    if (src.n_dims == 1) dst_type = DType::kF32;  // norms and other vectors stay F32, as llama.cpp keeps them
+    // Norms, qwen2's q/k/v biases and other vectors stay F32, as llama.cpp keeps them.
+    if (src.n_dims == 1) dst_type = DType::kF32;
     std::vector<int64_t> shape(src.shape.begin(), src.shape.begin() + src.n_dims);
     // GGUF llama keeps Q/K rows in the interleaved RoPE order (llama.cpp permutes them when converting): within
     // each head, output row 2i + j comes from HF row j * head_dim / 2 + i.

@@ -17,6 +17,7 @@ struct ArchInfo {
 // the interleaved rotation applies; HF folders always use rotate-half (NeoX) on unpermuted weights.
 constexpr ArchInfo kArchs[] = {
     {"qwen3", "Qwen3ForCausalLM", ref::RopeStyle::kNeox},
+    {"qwen2", "Qwen2ForCausalLM", ref::RopeStyle::kNeox},  // llama.cpp keeps Qwen2's Q/K rows unpermuted
     {"llama", "LlamaForCausalLM", ref::RopeStyle::kInterleaved},
     {"gemma3", "Gemma3ForCausalLM", ref::RopeStyle::kNeox},
 };
@@ -68,6 +69,7 @@ std::string ModelHParams::summary() const {
   std::string s = fmt::format("{}: {} layers, hidden {}, heads {}/{} x {}, ffn {}, vocab {}, rope theta {:g}{}", arch,
                               n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab, rope_theta,
                               tied_embeddings ? ", tied embeddings" : "");
+  if (qkv_bias) s += ", q/k/v biases";
   if (sliding_window > 0) {
     s += fmt::format(", sliding window {} (every {}th layer global; local rope theta {:g})", sliding_window,
                      swa_period, rope_theta_swa);
@@ -140,6 +142,7 @@ Result<ModelHParams> hparams_from_gguf(const GgufFile& f) {
   h.rope_style = info->gguf_rope;
   h.n_rot = f.get_int(p + "rope.dimension_count").value_or(h.head_dim);
   h.qk_norm = h.arch == "qwen3" || h.arch == "gemma3";
+  h.qkv_bias = h.arch == "qwen2";
   h.attn_soft_cap = static_cast<float>(f.get_float(p + "attn_logit_softcapping").value_or(0.0));
   h.final_soft_cap = static_cast<float>(f.get_float(p + "final_logit_softcapping").value_or(0.0));
   if (h.arch == "gemma3") {
@@ -189,6 +192,15 @@ Result<ModelHParams> hparams_from_hf(const HfConfig& c) {
   h.rope_style = ref::RopeStyle::kNeox;
   h.n_rot = h.head_dim;
   h.qk_norm = h.arch == "qwen3";
+  h.qkv_bias = h.arch == "qwen2";
+  if (h.arch == "qwen2") {
+    // Qwen2's optional sliding window (layers from max_window_layers on) is off in every released model.
+    SAKER_ASSIGN_OR_RETURN(const bool swa, c.get_bool("use_sliding_window", false));
+    if (swa) {
+      return make_error(StatusCode::kUnsupported, "{}: Qwen2 with use_sliding_window = true is not supported",
+                        c.origin());
+    }
+  }
   if (h.arch == "gemma3") {
     return make_error(StatusCode::kUnsupported, "{}: gemma3 runs from GGUF files only for now", c.origin());
   }

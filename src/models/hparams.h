@@ -11,7 +11,7 @@
 namespace saker {
 
 struct ModelHParams {
-  std::string arch;            // GGUF architecture name: "qwen3", "llama"
+  std::string arch;            // GGUF architecture name: "qwen3", "qwen2", "llama", "gemma3"
   int64_t n_vocab = 0;
   int64_t n_embd = 0;          // hidden size
   int64_t n_layer = 0;
@@ -27,6 +27,7 @@ struct ModelHParams {
   bool tied_embeddings = false;  // no separate output head: logits use token_embd
   int64_t n_rot = 0;             // rotated dimensions per head (rope.dimension_count); 0: head_dim
   bool qk_norm = false;          // per-head RMSNorm on q and k before RoPE (qwen3, gemma3)
+  bool qkv_bias = false;         // biases on the q, k and v projections (qwen2: attn_{q,k,v}.bias)
 
   // Gemma 3 (GGUF keys attention.sliding_window, attention.sliding_window_pattern, rope.freq_base_swa).
   // Layer l is global (full attention, rope_theta, rope scaling) when sliding_window == 0 or

@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include "models/dense_decoder.h"
+#include "models/kv_cache.h"
 #include "ops/device_info.h"
 #if SAKER_HAS_CUDA
 #include "models/cuda/cuda_decoder.h"
@@ -24,6 +25,17 @@ Result<Device> parse_device(const std::string& name) {
   return make_error(StatusCode::kInvalidArgument, "unknown device '{}' (expected cpu, cuda or auto)", name);
 }
 
+Result<std::unique_ptr<KvStorage>> Model::allocate_kv(const KvCacheConfig& config) const {
+  const ModelHParams& h = hparams();
+  if (config.n_layer != h.n_layer || config.n_head_kv != h.n_head_kv || config.head_dim != h.head_dim) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "KV cache of {} layers x {} kv heads x {} does not fit the model's {} x {} x {}", config.n_layer,
+                      config.n_head_kv, config.head_dim, h.n_layer, h.n_head_kv, h.head_dim);
+  }
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(config));
+  return std::unique_ptr<KvStorage>(std::move(kv));
+}
+
 Result<std::unique_ptr<Model>> create_model(std::shared_ptr<const ModelWeights> weights, OpsOptions options) {
   const std::string& arch = weights->hparams().arch;
   if (options.device == Device::kCuda) {
@@ -33,7 +45,9 @@ Result<std::unique_ptr<Model>> create_model(std::shared_ptr<const ModelWeights> 
     return make_error(StatusCode::kUnsupported, "this saker was built without the CUDA backend");
 #endif
   }
-  if (arch == "qwen3" || arch == "llama" || arch == "gemma3") return DenseDecoderModel::create(std::move(weights), options);
+  if (arch == "qwen3" || arch == "qwen2" || arch == "llama" || arch == "gemma3") {
+    return DenseDecoderModel::create(std::move(weights), options);
+  }
   return make_error(StatusCode::kUnsupported, "no forward pass for architecture '{}'", arch);
 }
 

@@ -9,20 +9,12 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "models/hparams.h"
+#include "models/kv_storage.h"
 #include "models/model_weights.h"
 #include "ops/attention_batch.h"
 #include "ops/cpu/matmul.h"
 
 namespace saker {
-
-// One layer's paged KV cache.
-struct LayerKv {
-  TensorView k;  // [n_blocks, block_size, n_head_kv, head_dim]
-  TensorView v;  // [n_blocks, block_size, n_head_kv, head_dim]
-  // Identifies the cache these views belong to, so a model that keeps KV on its device holds one device
-  // cache per engine cache (data is null then).
-  const void* owner = nullptr;
-};
 
 // Hidden states a speculative drafter reads from the target: the output of decoder layer layers[j] (after its
 // residual add; Hugging Face's hidden_states[layers[j] + 1]) for every batch token. Only the CPU decoder fills
@@ -37,6 +29,10 @@ struct ForwardBatch {
   AttentionBatch attn;                   // per-token sequence, slot, position; per-sequence block tables
   std::span<const int32_t> output_rows;  // [n_outputs] batch indices whose logits are wanted
   HiddenTaps taps;                       // optional: tapped hidden states of every batch token
+  // Optional: [n_outputs] each output row's argmax token id (the lowest id among equal maxima, as the greedy
+  // Sampler picks), computed on the model's device, so a greedy step copies ids instead of [rows, n_vocab]
+  // logits. When set, forward() may be given logits == nullptr and then copies no logits.
+  int32_t* argmax = nullptr;
 };
 
 // Which op implementations run: every optimisation can be switched off to tell a kernel bug from a
@@ -58,12 +54,14 @@ class Model {
  public:
   virtual ~Model() = default;
   virtual const ModelHParams& hparams() const = 0;
-  // logits: [n_outputs, n_vocab] f32. K/V of every batch token are written to `kv` at their slots.
+  // logits: [n_outputs, n_vocab] f32 (may be null when batch.argmax is set). K/V of every batch token are
+  // written to `kv` (views of storage from allocate_kv) at their slots.
   virtual Status forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) = 0;
-  // True when the model keeps the KV cache itself (on its device): the engine then passes views that carry
-  // the cache geometry with no host storage behind them.
-  virtual bool owns_kv_cache() const { return false; }
   virtual Device device() const { return Device::kCpu; }
+  // KV memory on this model's device, owned by the caller (the engine's KvPool, a generator, a test).
+  virtual Result<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheConfig& config) const;
+  // The KV dtype this backend stores (CPU: f32; CUDA: f16).
+  virtual DType kv_dtype() const { return DType::kF32; }
 };
 
 // Binds the weights of a supported architecture (errors name a missing tensor or a wrong shape).

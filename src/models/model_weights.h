@@ -1,7 +1,8 @@
 #pragma once
 // ModelWeights: a model's tensors by GGUF name, whether they come from a GGUF file or a Hugging Face
 // safetensors folder (HF names are mapped onto GGUF's: model.layers.3.self_attn.q_proj.weight ->
-// blk.3.attn_q.weight). Views point into the mmap'd files; the object keeps them alive.
+// blk.3.attn_q.weight, its .bias -> blk.3.attn_q.bias). Views point into the mmap'd files; the object keeps
+// them alive.
 #include <map>
 #include <memory>
 #include <optional>

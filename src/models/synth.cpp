@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <span>
 
 #include "core/half.h"
 #include "core/thread_pool.h"
@@ -86,14 +87,23 @@ constexpr Preset kQwen3Presets[] = {
     {"8b", 4096, 36, 32, 8, 128, 12288, 151936, 40960, false},
     {"32b", 5120, 64, 64, 8, 128, 25600, 151936, 40960, false},
 };
+// Qwen2.5 geometries whose rows are whole 256-element super-blocks (0.5B's hidden size 896 is not).
+constexpr Preset kQwen2Presets[] = {
+    {"tiny", 256, 2, 4, 2, 64, 512, 1024, 4096, true},
+    {"1.5b", 1536, 28, 12, 2, 128, 8960, 151936, 32768, true},
+    {"7b", 3584, 28, 28, 4, 128, 18944, 152064, 32768, false},
+};
 
 }  // namespace
 
 Result<ModelHParams> synth_hparams(const std::string& arch, const std::string& preset) {
-  if (arch != "qwen3") {
-    return make_error(StatusCode::kUnsupported, "synth: architecture '{}' is not supported (supported: qwen3)", arch);
+  if (arch != "qwen3" && arch != "qwen2") {
+    return make_error(StatusCode::kUnsupported, "synth: architecture '{}' is not supported (supported: qwen3, qwen2)",
+                      arch);
   }
-  for (const Preset& p : kQwen3Presets) {
+  const std::span<const Preset> presets = arch == "qwen2" ? std::span<const Preset>(kQwen2Presets)
+                                                          : std::span<const Preset>(kQwen3Presets);
+  for (const Preset& p : presets) {
     if (preset != p.name) continue;
     ModelHParams h;
     h.arch = arch;
@@ -108,9 +118,13 @@ Result<ModelHParams> synth_hparams(const std::string& arch, const std::string& p
     h.rms_eps = 1e-6f;
     h.rope_theta = 1e6;
     h.tied_embeddings = p.tied;
+    h.qk_norm = arch == "qwen3";
+    h.qkv_bias = arch == "qwen2";
     return h;
   }
-  return make_error(StatusCode::kInvalidArgument, "synth: unknown preset '{}' (tiny, 0.6b, 8b, 32b)", preset);
+  std::string names;
+  for (const Preset& p : presets) names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+  return make_error(StatusCode::kInvalidArgument, "synth: unknown preset '{}' for {} ({})", preset, arch, names);
 }
 
 Result<DType> synth_tensor_type(const std::string& scheme, const std::string& name, int64_t layer, int64_t n_layer) {
@@ -184,6 +198,7 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
   auto add = [&](const std::string& name, const std::string& kind, int64_t layer,
                  std::vector<int64_t> shape) -> Status {
     SAKER_ASSIGN_OR_RETURN(DType type, synth_tensor_type(o.type, kind, layer, h.n_layer));
+    if (shape.size() == 1) type = DType::kF32;  // vectors (norms, biases) stay F32, as in llama.cpp's files
     const uint64_t seed = ++tensor_seed;
     const bool is_norm = kind.find("norm") != std::string::npos;
     const int64_t n_cols = shape.back();
@@ -210,8 +225,15 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
     SAKER_RETURN_IF_ERROR(add(p + "attn_k.weight", "attn_k", l, {h.kv_dim(), h.n_embd}));
     SAKER_RETURN_IF_ERROR(add(p + "attn_v.weight", "attn_v", l, {h.kv_dim(), h.n_embd}));
     SAKER_RETURN_IF_ERROR(add(p + "attn_output.weight", "attn_output", l, {h.n_embd, h.q_dim()}));
-    SAKER_RETURN_IF_ERROR(add(p + "attn_q_norm.weight", "attn_q_norm", l, {h.head_dim}));
-    SAKER_RETURN_IF_ERROR(add(p + "attn_k_norm.weight", "attn_k_norm", l, {h.head_dim}));
+    if (h.qk_norm) {
+      SAKER_RETURN_IF_ERROR(add(p + "attn_q_norm.weight", "attn_q_norm", l, {h.head_dim}));
+      SAKER_RETURN_IF_ERROR(add(p + "attn_k_norm.weight", "attn_k_norm", l, {h.head_dim}));
+    }
+    if (h.qkv_bias) {  // random biases of the weights' spread
+      SAKER_RETURN_IF_ERROR(add(p + "attn_q.bias", "attn_q_bias", l, {h.q_dim()}));
+      SAKER_RETURN_IF_ERROR(add(p + "attn_k.bias", "attn_k_bias", l, {h.kv_dim()}));
+      SAKER_RETURN_IF_ERROR(add(p + "attn_v.bias", "attn_v_bias", l, {h.kv_dim()}));
+    }
     SAKER_RETURN_IF_ERROR(add(p + "ffn_norm.weight", "ffn_norm", l, {h.n_embd}));
     SAKER_RETURN_IF_ERROR(add(p + "ffn_gate.weight", "ffn_gate", l, {h.n_ff, h.n_embd}));
     SAKER_RETURN_IF_ERROR(add(p + "ffn_up.weight", "ffn_up", l, {h.n_ff, h.n_embd}));

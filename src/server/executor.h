@@ -1,8 +1,8 @@
 #pragma once
 // The request path between HTTP handlers and the engine. A handler submits a GenerationRequest to an
 // Executor and reads GenerationEvents from the GenerationStream it gets back; cancelling the stream (a
-// client that went away) stops the generation at its next step and frees the slot. SlotPool is today's
-// Executor (one Generator per slot); a continuous-batching scheduler will implement the same interface.
+// client that went away) stops the generation at its next step and frees its KV pages. EngineExecutor (the
+// batched engine) implements it.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -59,6 +59,18 @@ struct ExecutorStats {
   int64_t queue_depth = 0;
   int64_t slots_busy = 0;
   int64_t slots_total = 0;
+  // The batched engine's KV pool and prefix cache (zero for an executor without one).
+  int64_t kv_pages_total = 0;
+  int64_t kv_pages_free = 0;
+  int64_t kv_pages_cached = 0;
+  int64_t kv_page_tokens = 0;
+  int64_t prefix_lookup_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t prefix_host_hit_tokens = 0;
+  int64_t host_cached_pages = 0;
+  int64_t preemptions = 0;
+  int64_t engine_steps = 0;
+  int64_t engine_step_tokens = 0;
 };
 
 class Executor {

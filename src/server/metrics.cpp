@@ -56,7 +56,7 @@ void Metrics::on_token_interval(double seconds) {
   token_latency_.observe(seconds);
 }
 
-std::string Metrics::render(int64_t queue_depth, int64_t slots_busy, int64_t slots_total, bool ready) const {
+std::string Metrics::render(const ExecutorStats& e, bool ready) const {
   std::lock_guard lock(mutex_);
   std::string out;
   out += "# HELP saker_requests_total HTTP requests answered, by endpoint and status code.\n"
@@ -91,7 +91,35 @@ std::string Metrics::render(int64_t queue_depth, int64_t slots_busy, int64_t slo
       "# HELP saker_slots_busy Generation slots in use.\n# TYPE saker_slots_busy gauge\nsaker_slots_busy {}\n"
       "# HELP saker_slots_total Generation slots (--parallel).\n# TYPE saker_slots_total gauge\nsaker_slots_total {}\n"
       "# HELP saker_model_ready 1 once the model is loaded.\n# TYPE saker_model_ready gauge\nsaker_model_ready {}\n",
-      queue_depth, slots_busy, slots_total, ready ? 1 : 0);
+      e.queue_depth, e.slots_busy, e.slots_total, ready ? 1 : 0);
+  const double hit_ratio = e.prefix_lookup_tokens > 0
+                               ? static_cast<double>(e.prefix_hit_tokens) / static_cast<double>(e.prefix_lookup_tokens)
+                               : 0.0;
+  out += fmt::format(
+      "# HELP saker_prefix_cache_lookup_tokens_total Prompt tokens looked up in the prefix cache.\n"
+      "# TYPE saker_prefix_cache_lookup_tokens_total counter\nsaker_prefix_cache_lookup_tokens_total {}\n"
+      "# HELP saker_prefix_cache_hit_tokens_total Prompt tokens served from cached KV pages (not recomputed).\n"
+      "# TYPE saker_prefix_cache_hit_tokens_total counter\nsaker_prefix_cache_hit_tokens_total {}\n"
+      "# HELP saker_prefix_cache_host_hit_tokens_total Of the hits, tokens brought back from the host-RAM tier.\n"
+      "# TYPE saker_prefix_cache_host_hit_tokens_total counter\nsaker_prefix_cache_host_hit_tokens_total {}\n"
+      "# HELP saker_prefix_cache_hit_ratio Hit tokens over looked-up tokens since start.\n"
+      "# TYPE saker_prefix_cache_hit_ratio gauge\nsaker_prefix_cache_hit_ratio {:.6f}\n"
+      "# HELP saker_prefix_cache_tokens Tokens held in cached pages that no running request owns.\n"
+      "# TYPE saker_prefix_cache_tokens gauge\nsaker_prefix_cache_tokens {}\n"
+      "# HELP saker_prefix_cache_host_pages KV pages kept in the host-RAM tier (--cache-ram).\n"
+      "# TYPE saker_prefix_cache_host_pages gauge\nsaker_prefix_cache_host_pages {}\n"
+      "# HELP saker_kv_pages_total KV pool pages.\n# TYPE saker_kv_pages_total gauge\nsaker_kv_pages_total {}\n"
+      "# HELP saker_kv_pages_free KV pool pages neither owned nor cached.\n"
+      "# TYPE saker_kv_pages_free gauge\nsaker_kv_pages_free {}\n"
+      "# HELP saker_preemptions_total Sequences preempted (pages given back, recomputed later) for lack of KV pages.\n"
+      "# TYPE saker_preemptions_total counter\nsaker_preemptions_total {}\n"
+      "# HELP saker_engine_steps_total Batched engine steps (one forward each).\n"
+      "# TYPE saker_engine_steps_total counter\nsaker_engine_steps_total {}\n"
+      "# HELP saker_engine_step_tokens_total Tokens fed to the model over all engine steps.\n"
+      "# TYPE saker_engine_step_tokens_total counter\nsaker_engine_step_tokens_total {}\n",
+      e.prefix_lookup_tokens, e.prefix_hit_tokens, e.prefix_host_hit_tokens, hit_ratio,
+      e.kv_pages_cached * e.kv_page_tokens, e.host_cached_pages, e.kv_pages_total, e.kv_pages_free, e.preemptions,
+      e.engine_steps, e.engine_step_tokens);
   return out;
 }
 

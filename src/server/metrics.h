@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "server/executor.h"
+
 namespace saker::server {
 
 class Histogram {
@@ -38,7 +40,7 @@ class Metrics {
   void on_draft(int64_t verify_steps, int64_t committed_tokens);
 
   // Gauges come from the executor when the page is rendered.
-  std::string render(int64_t queue_depth, int64_t slots_busy, int64_t slots_total, bool ready) const;
+  std::string render(const ExecutorStats& executor, bool ready) const;
 
  private:
   mutable std::mutex mutex_;

@@ -160,6 +160,8 @@ OpenAiParams read_openai_params(const json& body, bool chat, const text::Tokeniz
   }
   p.max_tokens = max_tokens;
   if (auto v = read_int(body, "n", 1, 16)) p.n = static_cast<int32_t>(*v);
+  // llama-server's extension, for load drivers and benchmarks: keep generating past end-of-generation tokens.
+  if (auto v = read_bool(body, "ignore_eos")) p.options.ignore_eos = *v;
   if (auto v = read_bool(body, "stream")) p.stream = *v;
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) throw invalid_request("'stream_options' must be an object", "stream_options");

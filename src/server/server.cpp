@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include "server/engine_executor.h"
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -12,7 +14,6 @@
 #include "server/messages.h"
 #include "server/request_params.h"
 #include "server/server_state.h"
-#include "server/slot_pool.h"
 
 namespace saker::server {
 
@@ -64,7 +65,7 @@ void register_basic_routes(httplib::Server& http, ServerState& s) {
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
     ExecutorStats st;
     if (s.ready.load()) st = s.executor->stats();
-    res.set_content(s.metrics.render(st.queue_depth, st.slots_busy, st.slots_total, s.ready.load()),
+    res.set_content(s.metrics.render(st, s.ready.load()),
                     "text/plain; version=0.0.4");
   });
   auto model_object = [&s](const std::string& id) {
@@ -295,7 +296,7 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
   SAKER_LOG_INFO("listening on http://{}:{} (loading the model; /health answers 503 until it is ready)", options.host,
                  options.port);
   auto shutdown = [&](int code) {
-    if (auto* pool = dynamic_cast<SlotPool*>(s.executor.get())) pool->cancel_all();
+    if (auto* engine = dynamic_cast<EngineExecutor*>(s.executor.get())) engine->cancel_all();
     http.stop();
     listener.join();
     state.reset();
@@ -320,22 +321,29 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
   s.prompt = std::move(prompt).value();
   const ModelHParams& h = s.served.model->hparams();
   const int64_t n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
-  SlotPool::GeneratorFactory make_generator = s.served.make_generator;
-  if (!make_generator) {
-    make_generator = [&s](int64_t n) -> Result<std::unique_ptr<SequenceGenerator>> {
-      SAKER_ASSIGN_OR_RETURN(auto g, Generator::create(*s.served.model, s.served.tokenizer.get(), n));
-      return std::unique_ptr<SequenceGenerator>(std::move(g));
-    };
+  {
+    EngineOptions eo;
+    eo.max_seqs = options.n_parallel;
+    eo.n_ctx = n_ctx;
+    eo.kv_tokens = options.kv_tokens;
+    eo.kv_block = options.kv_block;
+    eo.step_tokens = options.batch_tokens;
+    eo.prefill_chunk = options.prefill_chunk;
+    eo.prefix_cache = options.prefix_cache;
+    eo.cache_ram_bytes = static_cast<uint64_t>(options.cache_ram_gb * (1ull << 30));
+    if (s.served.make_proposer) eo.proposer = [&s, n_ctx] { return s.served.make_proposer(n_ctx); };
+    auto engine = EngineExecutor::create(*s.served.model, s.served.tokenizer.get(), eo, &s.metrics);
+    if (!engine.ok()) {
+      SAKER_LOG_ERROR("{}", engine.status().to_string());
+      return shutdown(1);
+    }
+    s.executor = std::move(engine).value();
   }
-  auto pool = SlotPool::create(make_generator, n_ctx, options.n_parallel, &s.metrics);
-  if (!pool.ok()) {
-    SAKER_LOG_ERROR("{}", pool.status().to_string());
-    return shutdown(1);
-  }
-  s.executor = std::move(pool).value();
   s.ready.store(true);
-  SAKER_LOG_INFO("ready: model '{}', {} slot(s) of {} tokens, chat template: {}", options.model_id,
-                 options.n_parallel, n_ctx, s.prompt->kind());
+  const ExecutorStats es = s.executor->stats();
+  SAKER_LOG_INFO("ready: model '{}', {} sequence(s) at once of up to {} tokens, KV pool of {} pages x {} tokens, "
+                 "chat template: {}",
+                 options.model_id, options.n_parallel, n_ctx, es.kv_pages_total, es.kv_page_tokens, s.prompt->kind());
   while (!stop->load() && !listener_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   SAKER_LOG_INFO("shutting down");
   return shutdown(0);

@@ -34,8 +34,7 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(std::shared_ptr<con
   d->ops_ = ops;
   const DFlashConfig& c = d->w_->config;
   const KvCacheConfig kc = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, DType::kF32);
-  SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(kc));
-  d->kv_ = std::make_unique<KvCache>(std::move(kv));
+  SAKER_ASSIGN_OR_RETURN(d->kv_, KvCache::create(kc));
   d->block_table_.resize(kc.n_blocks);
   std::iota(d->block_table_.begin(), d->block_table_.end(), 0);
   d->n_ctx_ = kc.n_blocks * kc.block_size;

@@ -19,7 +19,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 #include "models/model.h"
 #include "models/model_weights.h"
 #include "spec/dflash_config.h"

@@ -19,7 +19,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 SpeculativeGenerator::SpeculativeGenerator(Model& target, std::unique_ptr<DFlashDrafter> drafter,
                                            const text::Tokenizer* tokenizer, int64_t n_ctx, int32_t tree_budget,
-                                           KvCache kv)
+                                           std::unique_ptr<KvStorage> kv)
     : target_(target),
       drafter_(std::move(drafter)),
       tokenizer_(tokenizer),
@@ -50,8 +50,8 @@ Result<std::unique_ptr<SpeculativeGenerator>> SpeculativeGenerator::create(Model
   // A verify step writes its root and nodes past the committed length: n_ctx plus the larger of a block and a
   // full tree.
   const int64_t extra = std::max<int64_t>(block, kMaxTreeNodes + 1);
-  const KvCacheConfig c = kv_cache_config_for(target, n_ctx + extra, DType::kF32);
-  SAKER_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(c));
+  const KvCacheConfig c = kv_cache_config_for(target, n_ctx + extra);
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvStorage> kv, target.allocate_kv(c));
   std::unique_ptr<SpeculativeGenerator> g(
       new SpeculativeGenerator(target, std::move(drafter), tokenizer, n_ctx, tree_budget, std::move(kv)));
   g->block_table_.resize(c.n_blocks);
@@ -104,8 +104,8 @@ Status SpeculativeGenerator::forward(std::span<const int32_t> tokens, int64_t fi
   batch.taps.layers = layers;
   batch.taps.out = taps->data();
   logits->resize(outputs.size() * h.n_vocab);
-  SAKER_RETURN_IF_ERROR(batch.attn.validate(kv_.config().n_blocks, kv_.config().block_size));
-  return target_.forward(batch, kv_.layers(), logits->data());
+  SAKER_RETURN_IF_ERROR(batch.attn.validate(kv_->config().n_blocks, kv_->config().block_size));
+  return target_.forward(batch, kv_->layers(), logits->data());
 }
 
 Result<GenerateResult> SpeculativeGenerator::generate(std::span<const int32_t> prompt, const GenerateOptions& opt,
@@ -212,7 +212,7 @@ Result<GenerateResult> SpeculativeGenerator::generate(std::span<const int32_t> p
       to.push_back(static_cast<int32_t>(s + k));
       std::copy_n(taps.data() + path[k] * n_taps, n_taps, path_taps.data() + k * n_taps);
     }
-    SAKER_RETURN_IF_ERROR(kv_.copy_slots(block_table_, from, to));
+    SAKER_RETURN_IF_ERROR(kv_->copy_slots(block_table_, from, to));
     SAKER_RETURN_IF_ERROR(drafter_->add_context(s, n_commit, path_taps.data()));
     // Output: the root was chosen from the previous row (pending_raw), path[k] from the row of path[k - 1].
     for (int64_t k = 0; k < n_commit && going; ++k) {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "engine/generator_types.h"
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 #include "models/model.h"
 #include "spec/dflash_drafter.h"
 #include "text/tokenizer.h"
@@ -65,7 +65,7 @@ class SpeculativeGenerator : public SequenceGenerator {
 
  private:
   SpeculativeGenerator(Model& target, std::unique_ptr<DFlashDrafter> drafter, const text::Tokenizer* tokenizer,
-                       int64_t n_ctx, int32_t tree_budget, KvCache kv);
+                       int64_t n_ctx, int32_t tree_budget, std::unique_ptr<KvStorage> kv);
   // Target forward over tokens at slots first.. with hidden-state taps of every row. parents empty: a causal
   // chain (positions = slots), logits of the last row only. Otherwise a tree rooted at slot `first`
   // (parents[i]: batch index of token i's parent, -1 for the root; positions[i] = first + depth), logits of
@@ -78,7 +78,7 @@ class SpeculativeGenerator : public SequenceGenerator {
   const text::Tokenizer* tokenizer_;
   int64_t n_ctx_;
   int32_t tree_budget_;
-  KvCache kv_;
+  std::unique_ptr<KvStorage> kv_;  // the target's KV, from target.allocate_kv
   std::vector<int32_t> block_table_;
 };
 

@@ -1,7 +1,7 @@
 // saker against llama.cpp on the real small models `saker pull` fetches (SmolLM2-135M-Instruct Q4_1, Gemma 3
-// 270M Q4_K_M). tests/data/llama_cpp/NAME.json holds what llama.cpp computed on the same file (made by
-// tools/llama_cpp_compare/compare.py): greedy continuations of ten chat prompts and its top-k log-probabilities
-// at every position of a 2,000-token text. The model file comes from the pull cache; without it the test skips.
+// 270M Q4_K_M, Qwen2.5-Coder-0.5B-Instruct Q4_K_M). tests/data/llama_cpp/NAME.json holds what llama.cpp
+// computed on the same file (made by tools/llama_cpp_compare/compare.py): greedy continuations of ten chat
+// prompts and its top-k log-probabilities at every position of a 2,000-token text. The model file comes from the pull cache; without it the test skips.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -137,7 +137,8 @@ TEST_P(LlamaCppRealModel, NextTokenDistributionsAgree) {
   EXPECT_GT(top1, 0.95);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, LlamaCppRealModel, ::testing::Values("smollm2-135m-instruct", "gemma3-270m"),
+INSTANTIATE_TEST_SUITE_P(Models, LlamaCppRealModel,
+                         ::testing::Values("smollm2-135m-instruct", "gemma3-270m", "qwen2.5-coder-0.5b-instruct"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

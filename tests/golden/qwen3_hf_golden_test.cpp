@@ -1,6 +1,6 @@
-// Qwen3 against Hugging Face transformers: logits of small random-weight models (tests/data/golden, made by
-// tools/golden/make_qwen3_golden.py) on the HF folder itself and on GGUFs converted by saker, and greedy
-// continuations equal to transformers' generate().
+// Qwen3 and Qwen2 against Hugging Face transformers: logits of small random-weight models (tests/data/golden,
+// made by tools/golden/make_qwen3_golden.py and make_qwen2_golden.py) on the HF folder itself and on GGUFs
+// converted by saker, and greedy continuations equal to transformers' generate().
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -111,10 +111,16 @@ TEST_P(Qwen3Golden, ConvertedF16AndQ8_0Gguf) {
   const int64_t n_vocab = (*w)->hparams().n_vocab;
   struct Case {
     const char* type;
-    double max_rel_err;  // measured: f16 err 2e-3 KL 4e-6; q8_0 err 0.055 KL 3e-3
+    double max_rel_err;  // measured (qwen3): f16 err 2e-3 KL 4e-6; q8_0 err 0.055 KL 3e-3
     double max_kl;
   };
-  for (const Case& c : {Case{"f16", 5e-3, 1e-5}, Case{"q8_0", 0.1, 6e-3}}) {
+  std::vector<Case> cases = {Case{"f16", 5e-3, 1e-5}, Case{"q8_0", 0.1, 6e-3}};
+  if (GetParam().rfind("qwen2", 0) == 0) {
+    // No q/k norm: large, sharp attention logits carry weight rounding further. Measured: f16 err 5.5e-3 KL
+    // 2.8e-5 (transformers in float64 on the same f16-rounded weights gives the same), q8_0 err 0.18 KL 0.020.
+    cases = {Case{"f16", 8e-3, 5e-5}, Case{"q8_0", 0.3, 0.035}};
+  }
+  for (const Case& c : cases) {
     const auto path = testing::temp_dir() / (GetParam() + "-" + c.type + ".gguf");
     ConvertOptions o;
     o.type = c.type;
@@ -137,7 +143,7 @@ TEST_P(Qwen3Golden, ConvertedF16AndQ8_0Gguf) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Qwen3Golden, ::testing::Values("qwen3-tied", "qwen3-untied"));
+INSTANTIATE_TEST_SUITE_P(Models, Qwen3Golden, ::testing::Values("qwen3-tied", "qwen3-untied", "qwen2-tied"));
 
 }  // namespace
 }  // namespace saker

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "engine/generator.h"
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 #include "formats/safetensors.h"
 #include "golden/logit_metrics.h"
 #include "golden/reference_tensors.h"
@@ -59,6 +59,12 @@ std::vector<int32_t> greedy(Generator& g, const std::vector<int32_t>& prompt, in
   return r.ok() ? r->tokens : std::vector<int32_t>{};
 }
 
+// qwen2-tied has no q/k norm: its attention logits are large and sharp, so any rounding (the f16 KV cache, a
+// different matmul path) moves its logits several times as far as the Qwen3 models' (measured on an H200: HF
+// folder max rel err 6.0e-3, KL 1.1e-5; one-shot vs chunked prefill KL 4.1e-6). f16-rounded weights move it as
+// far in transformers itself (tests/golden/qwen3_hf_golden_test.cpp).
+bool sharp_attention(const std::string& model) { return model.rfind("qwen2", 0) == 0; }
+
 class CudaGolden : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -88,8 +94,8 @@ TEST_P(CudaGolden, HfFolderLogitsMatchTransformers) {
   const double torch_err = max_rel_error(logits_f32_, logits_, n_vocab);
   std::printf("%s cuda: max rel err %.3g (torch fp32 %.3g), mean KL %.3g\n", GetParam().c_str(), err, torch_err, kl);
   // f32 weights and activations; the KV cache is f16 on the GPU, which bounds the error near f16 rounding.
-  EXPECT_LT(err, 5e-3);
-  EXPECT_LT(kl, 1e-5);
+  EXPECT_LT(err, sharp_attention(GetParam()) ? 1e-2 : 5e-3);
+  EXPECT_LT(kl, sharp_attention(GetParam()) ? 3e-5 : 1e-5);
   EXPECT_EQ(top1_agreement(*logits, logits_, n_vocab), 1.0);
 }
 
@@ -144,7 +150,7 @@ TEST_P(CudaGolden, GraphsChunksAndEagerAgree) {
   auto a = graphs.gen->prompt_logits(twice);
   auto b = chunked.gen->prompt_logits(twice);
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_LT(mean_kl(*a, *b, graphs.model->hparams().n_vocab), 1e-6);
+  EXPECT_LT(mean_kl(*a, *b, graphs.model->hparams().n_vocab), sharp_attention(GetParam()) ? 1e-5 : 1e-6);
 }
 
 // Two sequences of different lengths, interleaved in one batch with scattered blocks, against the CPU.
@@ -159,8 +165,10 @@ TEST_P(CudaGolden, TwoSequencesInOneBatchMatchTheCpu) {
     ops.device = d == 0 ? Device::kCpu : Device::kCuda;
     auto m = create_model(weights, ops);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
-    auto kv = KvCache::create(kv_cache_config_for(**m, 16 * 16, DType::kF16));
-    ASSERT_TRUE(kv.ok());
+    KvCacheConfig kc = kv_cache_config_for(**m, 16 * 16);
+    kc.dtype = DType::kF16;  // the GPU's KV dtype on both backends, so the two differ only in their kernels
+    auto kv = (*m)->allocate_kv(kc);
+    ASSERT_TRUE(kv.ok()) << kv.status().to_string();
     const std::vector<int32_t> table_a = {7, 2, 9, 0}, table_b = {5, 11, 3};
     const int32_t len_a = 40, len_b = 23;
     std::vector<int32_t> tokens, seq, slot;
@@ -191,14 +199,14 @@ TEST_P(CudaGolden, TwoSequencesInOneBatchMatchTheCpu) {
     b.attn.token_pos = slot;
     b.output_rows = rows;
     out[d].resize(rows.size() * h.n_vocab);
-    const Status st = (*m)->forward(b, kv->layers(), out[d].data());
+    const Status st = (*m)->forward(b, (*kv)->layers(), out[d].data());
     ASSERT_TRUE(st.ok()) << st.to_string();
   }
   EXPECT_LT(mean_kl(out[1], out[0], h.n_vocab), 1e-5);
   EXPECT_EQ(top1_agreement(out[1], out[0], h.n_vocab), 1.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaGolden, ::testing::Values("qwen3-tied", "qwen3-untied"));
+INSTANTIATE_TEST_SUITE_P(Models, CudaGolden, ::testing::Values("qwen3-tied", "qwen3-untied", "qwen2-tied"));
 
 }  // namespace
 }  // namespace saker

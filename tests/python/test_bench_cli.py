@@ -33,12 +33,45 @@ def test_bench_cpu_json(saker, tmp_path):
     assert tests["verify4@16"]["relative_to_one_row"] > 0
 
 
+def test_bench_engine_cpu_json(saker, tmp_path):
+    """--concurrency: the batching engine's throughput per level, in the table and under "engine" in the JSON."""
+    model = synth_tiny(saker, tmp_path)
+    out = tmp_path / "engine.json"
+    proc = saker("bench", "-m", model, "--device", "cpu", "--concurrency", "1,2", "--prompt-tokens", "16",
+                 "--gen-tokens", "8", "-r", "3", "--json", out, timeout=300)
+    table = proc.stdout.decode()
+    assert "| N | prompt | gen |" in table and "| 2 | 16 | 8 |" in table, table
+    j = json.loads(out.read_text())
+    assert j["device"] == "cpu" and j["reps"] == 3
+    assert "results" not in j  # the single-sequence tests do not run with --concurrency
+    rows = {r["concurrency"]: r for r in j["engine"]}
+    assert set(rows) == {1, 2}
+    for n, r in rows.items():
+        assert r["prompt_tokens"] == 16 and r["gen_tokens"] == 8 and r["kv_block"] == 16
+        assert r["wall_ms"] > 0
+        assert r["prefill_tokens_per_s"] > 0 and r["decode_tokens_per_s"] > 0 and r["total_tokens_per_s"] > 0
+        assert 0 < r["ttft_ms_p50"] <= r["ttft_ms_p99"] <= max(run["wall_ms"] for run in r["runs"])
+        assert r["steps"] >= 8 and r["preemptions"] == 0
+        assert len(r["runs"]) == 3
+        for run in r["runs"]:
+            assert run["generated_tokens"] == n * 8  # ignore_eos: every request runs to --gen-tokens
+            assert len(run["ttft_ms"]) == n
+            assert run["decode_tokens"] <= n * 7
+    # One sequence feeds one token per decode step; two share each step.
+    assert rows[2]["tokens_per_step"] > 1
+    assert rows[2]["tokens_per_step"] > rows[1]["tokens_per_step"]
+
+
 def test_bench_rejects_bad_flags(saker, tmp_path):
     model = synth_tiny(saker, tmp_path)
     bad = saker("bench", "-m", model, "--device", "tpu", check=False)
     assert bad.returncode != 0 and "unknown device" in bad.stderr.decode()
     bad = saker("bench", "-m", model, "--device", "cpu", "-r", "0", check=False)
     assert bad.returncode != 0 and "--reps" in bad.stderr.decode()
+    bad = saker("bench", "-m", model, "--device", "cpu", "--concurrency", "1,0", check=False)
+    assert bad.returncode != 0 and "--concurrency" in bad.stderr.decode()
+    bad = saker("bench", "-m", model, "--device", "cpu", "--concurrency", "2", "--gen-tokens", "0", check=False)
+    assert bad.returncode != 0 and "--gen-tokens" in bad.stderr.decode()
     bad = saker("bench", "-m", tmp_path / "missing.gguf", "--device", "cpu", check=False)
     assert bad.returncode != 0
 

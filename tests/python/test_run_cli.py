@@ -18,7 +18,7 @@ def ids_line(stdout: bytes) -> list[int]:
     raise AssertionError(f"no 'ids:' line in output:\n{stdout.decode()}")
 
 
-@pytest.mark.parametrize("model", ["qwen3-tied", "qwen3-untied"])
+@pytest.mark.parametrize("model", ["qwen3-tied", "qwen3-untied", "qwen2-tied"])
 def test_run_greedy_on_hf_folder_matches_transformers(saker, model):
     ref = load_file(str(GOLDEN / model / "reference.safetensors"))
     prompt = " ".join(map(str, ref["greedy_prompt"].tolist()))
@@ -40,6 +40,24 @@ def test_convert_then_run(saker, tmp_path):
         assert len(got) == 32
         if t == "f32":  # the same weights: the same greedy tokens
             assert got == ref["greedy_tokens"].tolist()
+
+
+def test_qwen2_convert_keeps_f32_biases_and_synth_runs(saker, tmp_path):
+    ref = load_file(str(GOLDEN / "qwen2-tied" / "reference.safetensors"))
+    prompt = " ".join(map(str, ref["greedy_prompt"].tolist()))
+    out = tmp_path / "qwen2-f32.gguf"
+    saker("convert", GOLDEN / "qwen2-tied", "-o", out, "--type", "f32")
+    info = saker("info", out, "--all-tensors").stdout.decode()
+    assert "architecture  qwen2" in info
+    assert re.search(r"blk\.1\.attn_v\.bias\s+f32\s+\[64\]", info), info
+    proc = saker("run", "-m", out, "--prompt-ids", prompt, "-n", "32", "--temp", "0", "--print-ids")
+    assert ids_line(proc.stdout) == ref["greedy_tokens"].tolist()
+    q = tmp_path / "qwen2-tiny-q4km.gguf"
+    saker("synth", "--arch", "qwen2", "--preset", "tiny", "--type", "q4_k_m", "-o", q)
+    info = saker("info", q, "--all-tensors").stdout.decode()
+    assert "architecture  qwen2" in info and re.search(r"blk\.0\.attn_q\.bias\s+f32", info), info
+    proc = saker("run", "-m", q, "-p", "def hello():", "-n", "16", "--seed", "7", "--print-ids", "--ignore-eos")
+    assert len(ids_line(proc.stdout)) == 16
 
 
 def test_synth_and_run_quantized(saker, tmp_path):

@@ -32,15 +32,19 @@ COMMON = dict(max_position_embeddings=1024, rms_norm_eps=1e-6, rope_theta=100000
               bos_token_id=1, eos_token_id=2, pad_token_id=0, attention_bias=False, torch_dtype="float32")
 
 
-def build(name: str, seed: int, out_dir: pathlib.Path):
+def build(name: str, seed: int, out_dir: pathlib.Path, config_cls=Qwen3Config, model_cls=Qwen3ForCausalLM,
+          models=MODELS, common=COMMON):
     torch.manual_seed(seed)
-    cfg = Qwen3Config(**MODELS[name], **COMMON)
-    model = Qwen3ForCausalLM(cfg).eval().float()
-    # Norm weights are ones at init; randomise them so a wrong norm cannot pass unnoticed.
+    cfg = config_cls(**models[name], **common)
+    model = model_cls(cfg).eval().float()
+    # Norm weights are ones and biases (Qwen2's q/k/v projections) zeros at init; randomise them so a wrong
+    # norm or a missing bias cannot pass unnoticed.
     with torch.no_grad():
         for n, p in model.named_parameters():
             if "norm" in n:
                 p.copy_(1.0 + 0.2 * torch.randn_like(p))
+            elif n.endswith(".bias"):
+                p.copy_(0.5 * torch.randn_like(p))
     folder = out_dir / name
     model.save_pretrained(folder, safe_serialization=True)
 
@@ -48,7 +52,7 @@ def build(name: str, seed: int, out_dir: pathlib.Path):
     ids = torch.randint(3, cfg.vocab_size, (1, 64), generator=g)
     with torch.no_grad():
         logits32 = model(ids).logits[0].float()
-        m64 = Qwen3ForCausalLM(cfg).eval()
+        m64 = model_cls(cfg).eval()
         m64.load_state_dict(model.state_dict())
         m64 = m64.double()
         logits64 = m64(ids).logits[0]

@@ -34,6 +34,9 @@ FORMATS = {
     "chatml-smollm": lambda q: ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
                                 "Face<|im_end|>\n<|im_start|>user\n" + q + "<|im_end|>\n<|im_start|>assistant\n"),
     "gemma": lambda q: "<bos><start_of_turn>user\n" + q + "<end_of_turn>\n<start_of_turn>model\n",
+    # Qwen2.5's template: its default system turn when the first message is not one.
+    "chatml-qwen": lambda q: ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+                              "assistant.<|im_end|>\n<|im_start|>user\n" + q + "<|im_end|>\n<|im_start|>assistant\n"),
 }
 
 

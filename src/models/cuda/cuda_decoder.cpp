@@ -9,6 +9,7 @@
 #include "core/env.h"
 #include "core/log.h"
 #include "formats/quant/codec.h"
+#include "models/cuda/cuda_kv_storage.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/gather_rows.h"
 #include "ops/cuda/add.h"
@@ -21,6 +22,7 @@ namespace {
 
 constexpr int64_t kGraphMaxTokens = 64;   // the verify widths speculative decoding needs
 constexpr int64_t kMinCtxCapacity = 256;  // smallest context bucket a graph is captured for
+constexpr size_t kMaxKvBindings = 32;     // distinct KV pointer sets that keep captured graphs
 
 int64_t next_pow2(int64_t v) {
   int64_t p = 1;
@@ -60,7 +62,7 @@ Status CudaDecoder::init(std::shared_ptr<const ModelWeights> weights, const OpsO
   weights_ = std::move(weights);
   options_ = options;
   hp_ = weights_->hparams();
-  if (hp_.arch != "qwen3" && hp_.arch != "llama" && hp_.arch != "gemma3") {
+  if (hp_.arch != "qwen3" && hp_.arch != "qwen2" && hp_.arch != "llama" && hp_.arch != "gemma3") {
     return make_error(StatusCode::kUnsupported, "the CUDA backend has no forward pass for architecture '{}' yet",
                       hp_.arch);
   }
@@ -82,6 +84,9 @@ Status CudaDecoder::init(std::shared_ptr<const ModelWeights> weights, const OpsO
   SAKER_ASSIGN_OR_RETURN(logits_dev_, mem_.alloc_array<float>(head_rows_ * h.n_vocab, "logits"));
   SAKER_ASSIGN_OR_RETURN(void* lh, mem_.alloc_host(head_rows_ * h.n_vocab * sizeof(float), "logits"));
   logits_host_ = static_cast<float*>(lh);
+  SAKER_ASSIGN_OR_RETURN(argmax_dev_, mem_.alloc_array<int32_t>(head_rows_, "argmax ids"));
+  SAKER_ASSIGN_OR_RETURN(void* ah, mem_.alloc_host(head_rows_ * sizeof(int32_t), "argmax ids"));
+  argmax_host_ = static_cast<int32_t*>(ah);
 
   const int64_t max_n_in = std::max({h.n_embd, h.n_ff, h.q_dim()});
   const int64_t max_n_out = std::max({h.n_vocab, 2 * h.n_ff, qkv_w, h.n_embd});
@@ -185,6 +190,18 @@ Status CudaDecoder::upload_weights() {
       SAKER_RETURN_IF_ERROR(check_type(*t, p + "*"));
     }
     SAKER_ASSIGN_OR_RETURN(L.qkv, upload_fused(qkv));
+    if (h.qkv_bias) {  // qwen2: the q, k and v biases side by side, as the fused output row holds them
+      std::vector<float> bias(h.q_dim() + 2 * h.kv_dim());  // [q_dim + 2 kv_dim]
+      int64_t at = 0;
+      for (const char* part : {"attn_q.bias", "attn_k.bias", "attn_v.bias"}) {
+        const int64_t n = at == 0 ? h.q_dim() : h.kv_dim();
+        SAKER_ASSIGN_OR_RETURN(TensorView b, w.require(p + part, {n}));
+        SAKER_RETURN_IF_ERROR(dequantize_row(b.dtype, b.data, bias.data() + at, n));
+        at += n;
+      }
+      SAKER_ASSIGN_OR_RETURN(L.qkv_bias, mem_.alloc_array<float>(at, "qkv biases"));
+      SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy(L.qkv_bias, bias.data(), at * sizeof(float), cudaMemcpyHostToDevice));
+    }
     SAKER_ASSIGN_OR_RETURN(L.gate_up, upload_fused(gu));
     SAKER_ASSIGN_OR_RETURN(L.wo, cuda::upload_matrix(std::span<const TensorView>(&wo, 1)));
     SAKER_ASSIGN_OR_RETURN(L.down, cuda::upload_matrix(std::span<const TensorView>(&down, 1)));
@@ -194,45 +211,86 @@ Status CudaDecoder::upload_weights() {
   return {};
 }
 
-Result<CudaDecoder::DeviceKv*> CudaDecoder::device_kv(std::span<const LayerKv> kv) {
+Result<std::unique_ptr<KvStorage>> CudaDecoder::allocate_kv(const KvCacheConfig& c) const {
+  const ModelHParams& h = hp_;
+  if (c.n_layer != h.n_layer || c.n_head_kv != h.n_head_kv || c.head_dim != h.head_dim) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "KV cache of {} layers x {} kv heads x {} does not fit the model's {} x {} x {}", c.n_layer,
+                      c.n_head_kv, c.head_dim, h.n_layer, h.n_head_kv, h.head_dim);
+  }
+  if (c.dtype != DType::kF16) {
+    return make_error(StatusCode::kUnsupported, "the CUDA decoder keeps KV in f16 (asked for {}): use kv_dtype()",
+                      dtype_name(c.dtype));
+  }
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<CudaKvStorage> kv, CudaKvStorage::create(c));
+  SAKER_LOG_INFO("CUDA decoder: KV cache of {} tokens on the GPU ({} MiB, f16)", c.n_blocks * c.block_size,
+                 kv->size_bytes() >> 20);
+  return std::unique_ptr<KvStorage>(std::move(kv));
+}
+
+Result<CudaDecoder::DeviceKv> CudaDecoder::bind_kv(std::span<const LayerKv> kv) const {
   const ModelHParams& h = hp_;
   if (static_cast<int64_t>(kv.size()) != h.n_layer) {
     return make_error(StatusCode::kInvalidArgument, "forward: {} KV layers given for {} model layers", kv.size(),
                       h.n_layer);
   }
+  DeviceKv d;
   const TensorView& k0 = kv[0].k;
-  if (k0.n_dims != 4 || k0.dim(2) != h.n_head_kv || k0.dim(3) != h.head_dim) {
-    return make_error(StatusCode::kInvalidArgument, "forward: KV cache {} does not fit {} kv heads of {}",
-                      k0.shape_string(), h.n_head_kv, h.head_dim);
+  if (k0.n_dims == 4) {
+    d.n_blocks = k0.dim(0);
+    d.block_size = k0.dim(1);
   }
-  auto it = kv_.find(kv[0].owner);
-  if (it != kv_.end()) {
-    if (it->second->n_blocks != k0.dim(0) || it->second->block_size != k0.dim(1)) {
-      return make_error(StatusCode::kInvalidArgument, "forward: the KV cache changed its geometry");
+  d.pointers.resize(2 * kv.size());
+  for (size_t l = 0; l < kv.size(); ++l) {
+    for (int which = 0; which < 2; ++which) {
+      const TensorView& t = which == 0 ? kv[l].k : kv[l].v;
+      if (t.device != Device::kCuda || t.data == nullptr) {
+        return make_error(StatusCode::kInvalidArgument,
+                          "forward: the KV views of layer {} are not GPU memory (device {}): the CUDA decoder reads "
+                          "KV storage from its allocate_kv",
+                          l, device_name(t.device));
+      }
+      if (t.dtype != DType::kF16) {
+        return make_error(StatusCode::kInvalidArgument, "forward: KV of layer {} is {}; the CUDA decoder reads f16", l,
+                          dtype_name(t.dtype));
+      }
+      if (t.n_dims != 4 || t.dim(0) != d.n_blocks || t.dim(1) != d.block_size || t.dim(2) != h.n_head_kv ||
+          t.dim(3) != h.head_dim || d.n_blocks <= 0 || d.block_size <= 0 || !t.is_contiguous()) {
+        return make_error(StatusCode::kInvalidArgument,
+                          "forward: KV cache {} of layer {} does not fit {} kv heads of {} (contiguous, the same "
+                          "blocks in every layer)",
+                          t.shape_string(), l, h.n_head_kv, h.head_dim);
+      }
+      (which == 0 ? d.k : d.v).push_back(static_cast<__half*>(t.data));
+      d.pointers[which * kv.size() + l] = t.data;
     }
-    return it->second.get();
   }
-  auto d = std::make_unique<DeviceKv>();
-  d->n_blocks = k0.dim(0);
-  d->block_size = k0.dim(1);
-  const size_t layer_elems = static_cast<size_t>(d->n_blocks * d->block_size * h.n_head_kv * h.head_dim);
-  for (int64_t l = 0; l < h.n_layer; ++l) {
-    SAKER_ASSIGN_OR_RETURN(__half* k, mem_.alloc_array<__half>(layer_elems, "the KV cache"));
-    SAKER_ASSIGN_OR_RETURN(__half* v, mem_.alloc_array<__half>(layer_elems, "the KV cache"));
-    d->k.push_back(k);
-    d->v.push_back(v);
-  }
-  SAKER_LOG_INFO("CUDA decoder: KV cache of {} tokens on the GPU ({} MiB, f16)", d->n_blocks * d->block_size,
-                 (2 * h.n_layer * layer_elems * 2) >> 20);
-  DeviceKv* raw = d.get();
-  kv_[kv[0].owner] = std::move(d);
-  return raw;
+  return d;
 }
 
 Status CudaDecoder::drop_graphs() {
   SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
   graphs_.clear();
+  return {};
+}
+
+Status CudaDecoder::touch_kv_binding(const std::vector<const void*>& kv) {
+  kv_bindings_[kv] = ++n_steps_;
+  if (kv_bindings_.size() <= kMaxKvBindings) return {};
+  auto oldest = std::min_element(kv_bindings_.begin(), kv_bindings_.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  for (auto it = graphs_.begin(); it != graphs_.end();) {
+    if (it->first.kv == oldest->first) {
+      cudaGraphExecDestroy(it->second);
+      it = graphs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::erase_if(seen_shapes_, [&](const StepShape& s) { return s.kv == oldest->first; });
+  kv_bindings_.erase(oldest);
   return {};
 }
 
@@ -309,6 +367,7 @@ Status CudaDecoder::enqueue_layers(int64_t T, const cuda::DeviceAttentionBatch& 
     // Attention block: x += [post_norm] Wo attn(rope(norm(q)), rope(norm(k)), v), q|k|v from one matmul.
     SAKER_RETURN_IF_ERROR(cuda::rms_norm(x_, L.attn_norm, h_, T, h.n_embd, h.rms_eps, false, stream_));
     SAKER_RETURN_IF_ERROR(matmul_fused(L.qkv, h_, T, qkv_, qkv_w));
+    if (L.qkv_bias) SAKER_RETURN_IF_ERROR(cuda::add_row_bias(qkv_, L.qkv_bias, T, qkv_w, qkv_w, stream_));
     float* q = qkv_;                         // [T, n_head, head_dim] inside rows of qkv_w
     float* k = qkv_ + h.q_dim();             // [T, n_head_kv, head_dim]
     const float* v = qkv_ + h.q_dim() + h.kv_dim();
@@ -349,7 +408,7 @@ Status CudaDecoder::project_residual(const cuda::DeviceMatrix& w, const float* i
   return cuda::add_f32(x_, h_, x_, T * h.n_embd, stream_);
 }
 
-Status CudaDecoder::enqueue_head(const int32_t* rows_dev, int64_t n_rows) {
+Status CudaDecoder::enqueue_head(const int32_t* rows_dev, int64_t n_rows, bool want_logits, bool want_argmax) {
   const ModelHParams& h = hp_;
   SAKER_RETURN_IF_ERROR(cuda::gather_rows(x_, rows_dev, n_rows, h.n_embd, xo_, stream_));
   SAKER_RETURN_IF_ERROR(cuda::rms_norm(xo_, output_norm_, xo_, n_rows, h.n_embd, h.rms_eps, false, stream_));
@@ -357,12 +416,33 @@ Status CudaDecoder::enqueue_head(const int32_t* rows_dev, int64_t n_rows) {
   if (h.final_soft_cap > 0.0f) {
     SAKER_RETURN_IF_ERROR(cuda::soft_cap(logits_dev_, n_rows * h.n_vocab, h.final_soft_cap, stream_));
   }
-  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_, logits_dev_, n_rows * h.n_vocab * sizeof(float),
-                                             cudaMemcpyDeviceToHost, stream_));
+  if (want_argmax) {  // greedy: n_rows ids cross the bus instead of [n_rows, n_vocab] logits
+    SAKER_RETURN_IF_ERROR(cuda::argmax_rows(logits_dev_, n_rows, h.n_vocab, argmax_dev_, stream_));
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_, argmax_dev_, n_rows * sizeof(int32_t),
+                                               cudaMemcpyDeviceToHost, stream_));
+  }
+  if (want_logits) {
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_, logits_dev_, n_rows * h.n_vocab * sizeof(float),
+                                               cudaMemcpyDeviceToHost, stream_));
+  }
   return {};
 }
 
-Status CudaDecoder::enqueue_step(const StepShape& s, const cuda::PackedAttentionLayout& layout) {
+Status CudaDecoder::take_outputs(const ForwardBatch& fb, int64_t first, int64_t n, float* logits) const {
+  const int64_t n_vocab = hp_.n_vocab;
+  if (logits && n > 0) std::memcpy(logits + first * n_vocab, logits_host_, n * n_vocab * sizeof(float));
+  if (fb.argmax) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (argmax_host_[i] < 0) {
+        return make_error(StatusCode::kInternal, "forward: the logits of output {} are all NaN", first + i);
+      }
+      fb.argmax[first + i] = argmax_host_[i];
+    }
+  }
+  return {};
+}
+
+Status CudaDecoder::enqueue_step(const StepShape& s, const DeviceKv& kv, const cuda::PackedAttentionLayout& layout) {
   const ModelHParams& h = hp_;
   const int64_t n_in = s.n_tokens + s.n_out + layout.total;
   SAKER_CUDA_RETURN_IF_ERROR(
@@ -372,16 +452,17 @@ Status CudaDecoder::enqueue_step(const StepShape& s, const cuda::PackedAttention
   cuda::DeviceAttentionBatch batch;
   batch.layout = layout;
   batch.data = in_dev_ + s.n_tokens + s.n_out;
-  batch.block_size = static_cast<int32_t>(s.kv->block_size);
+  batch.block_size = static_cast<int32_t>(kv.block_size);
   const cuda::AttentionLaunch launch = attention_launch(s.ctx_capacity);
   SAKER_RETURN_IF_ERROR(cuda::embedding(token_embd_, tokens, s.n_tokens, h.embed_scale, x_, stream_));
-  SAKER_RETURN_IF_ERROR(enqueue_layers(s.n_tokens, batch, launch, *s.kv));
-  if (s.n_out > 0 && s.n_out <= head_rows_) SAKER_RETURN_IF_ERROR(enqueue_head(rows, s.n_out));
+  SAKER_RETURN_IF_ERROR(enqueue_layers(s.n_tokens, batch, launch, kv));
+  if (s.n_out > 0 && s.n_out <= head_rows_) {
+    SAKER_RETURN_IF_ERROR(enqueue_head(rows, s.n_out, s.want_logits, s.want_argmax));
+  }
   return {};
 }
 
 Status CudaDecoder::run_chunk(const ForwardBatch& fb, const DeviceKv& kv, float* logits) {
-  const ModelHParams& h = hp_;
   const int64_t T = fb.attn.n_tokens();
   const int64_t n_out = static_cast<int64_t>(fb.output_rows.size());
 
@@ -411,7 +492,10 @@ Status CudaDecoder::run_chunk(const ForwardBatch& fb, const DeviceKv& kv, float*
   s.n_seqs = static_cast<int64_t>(seqs.size());
   s.packed_total = layout.total;
   s.ctx_capacity = ctx_cap;
-  s.kv = &kv;
+  s.block_size = kv.block_size;
+  s.want_logits = logits != nullptr;
+  s.want_argmax = fb.argmax != nullptr;
+  s.kv = kv.pointers;
 
   cuda::DeviceAttentionBatch probe;
   probe.layout = layout;
@@ -427,13 +511,14 @@ Status CudaDecoder::run_chunk(const ForwardBatch& fb, const DeviceKv& kv, float*
                          n_out <= head_rows_;
   // A shape runs eagerly the first time (library kernels load lazily, which must not happen inside a
   // capture) and is captured the second time, then replayed.
+  if (use_graph) SAKER_RETURN_IF_ERROR(touch_kv_binding(s.kv));
   const bool seen = use_graph && !seen_shapes_.insert(s).second;
   if (use_graph && seen) {
     auto it = graphs_.find(s);
     if (it == graphs_.end()) {
       cudaGraph_t graph = nullptr;
       SAKER_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      const Status st = enqueue_step(s, layout);
+      const Status st = enqueue_step(s, kv, layout);
       const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
       SAKER_RETURN_IF_ERROR(st);
       SAKER_CUDA_RETURN_IF_ERROR(end);
@@ -445,20 +530,19 @@ Status CudaDecoder::run_chunk(const ForwardBatch& fb, const DeviceKv& kv, float*
     }
     SAKER_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(it->second, stream_));
   } else {
-    SAKER_RETURN_IF_ERROR(enqueue_step(s, layout));
+    SAKER_RETURN_IF_ERROR(enqueue_step(s, kv, layout));
   }
 
   if (n_out <= head_rows_) {
     SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    if (n_out > 0) std::memcpy(logits, logits_host_, n_out * h.n_vocab * sizeof(float));
-    return {};
+    return take_outputs(fb, 0, n_out, logits);
   }
   // More outputs than one head pass holds (prompt logits of a long prompt): slices, each copied out.
   for (int64_t b = 0; b < n_out; b += head_rows_) {
     const int64_t n = std::min(head_rows_, n_out - b);
-    SAKER_RETURN_IF_ERROR(enqueue_head(in_dev_ + T + b, n));
+    SAKER_RETURN_IF_ERROR(enqueue_head(in_dev_ + T + b, n, s.want_logits, s.want_argmax));
     SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    std::memcpy(logits + b * h.n_vocab, logits_host_, n * h.n_vocab * sizeof(float));
+    SAKER_RETURN_IF_ERROR(take_outputs(fb, b, n, logits));
   }
   return {};
 }
@@ -475,15 +559,18 @@ Status CudaDecoder::forward(const ForwardBatch& batch, std::span<const LayerKv> 
   for (int32_t r : batch.output_rows) {
     if (r < 0 || r >= T) return make_error(StatusCode::kInvalidArgument, "forward: output row {} outside the batch", r);
   }
+  if (!batch.output_rows.empty() && logits == nullptr && batch.argmax == nullptr) {
+    return make_error(StatusCode::kInvalidArgument, "forward: output rows but neither logits nor argmax wanted");
+  }
   for (int32_t t : batch.tokens) {
     if (t < 0 || t >= h.n_vocab) {
       return make_error(StatusCode::kInvalidArgument, "forward: token {} outside the vocabulary (0..{})", t,
                         h.n_vocab - 1);
     }
   }
-  SAKER_ASSIGN_OR_RETURN(DeviceKv * dkv, device_kv(kv));
-  SAKER_RETURN_IF_ERROR(batch.attn.validate(dkv->n_blocks, dkv->block_size));
-  if (T <= max_tokens_) return run_chunk(batch, *dkv, logits);
+  SAKER_ASSIGN_OR_RETURN(const DeviceKv dkv, bind_kv(kv));
+  SAKER_RETURN_IF_ERROR(batch.attn.validate(dkv.n_blocks, dkv.block_size));
+  if (T <= max_tokens_) return run_chunk(batch, dkv, logits);
 
   // Split a long batch into chunks in batch order. Causal and tree queries only see keys written by earlier
   // tokens, so chunk i sees everything it needs once chunks < i have run; a full (bidirectional) mask or a
@@ -514,10 +601,15 @@ Status CudaDecoder::forward(const ForwardBatch& batch, std::span<const LayerKv> 
     sub.attn.token_pos = batch.attn.token_pos.subspan(b, e - b);
     sub.attn.token_parent = {};
     sub.output_rows = rows;
-    std::vector<float> chunk_logits(rows.size() * h.n_vocab);
-    SAKER_RETURN_IF_ERROR(run_chunk(sub, *dkv, chunk_logits.data()));
+    std::vector<float> chunk_logits(logits ? rows.size() * h.n_vocab : 0);  // [chunk outputs, n_vocab]
+    std::vector<int32_t> chunk_ids(rows.size());                             // [chunk outputs]
+    sub.argmax = batch.argmax ? chunk_ids.data() : nullptr;
+    SAKER_RETURN_IF_ERROR(run_chunk(sub, dkv, logits ? chunk_logits.data() : nullptr));
     for (size_t i = 0; i < where.size(); ++i) {
-      std::memcpy(logits + where[i] * h.n_vocab, chunk_logits.data() + i * h.n_vocab, h.n_vocab * sizeof(float));
+      if (logits) {
+        std::memcpy(logits + where[i] * h.n_vocab, chunk_logits.data() + i * h.n_vocab, h.n_vocab * sizeof(float));
+      }
+      if (batch.argmax) batch.argmax[where[i]] = chunk_ids[i];
     }
   }
   return {};

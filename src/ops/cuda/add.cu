@@ -21,6 +21,16 @@ __global__ void add_f32_kernel(const float* __restrict__ a, const float* __restr
   }
 }
 
+// One block row per grid.y index (strided over rows), threads over the columns: each bias element is read
+// once per block and reused for every row the block covers.
+__global__ void add_row_bias_kernel(float* __restrict__ x, const float* __restrict__ bias, int64_t rows, int64_t cols,
+                                    int64_t stride) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= cols) return;
+  const float b = bias[c];
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) x[r * stride + c] += b;
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 }  // namespace
@@ -33,6 +43,20 @@ Status add_f32(const float* a, const float* b, float* out, int64_t n, cudaStream
   constexpr int kThreads = 256;
   const int64_t blocks = std::min<int64_t>((n / 4 + kThreads - 1) / kThreads + 1, 65535);
   add_f32_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, b, out, n);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return {};
+}
+
+Status add_row_bias(float* x, const float* bias, int64_t rows, int64_t cols, int64_t stride, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return {};
+  if (stride < cols) {
+    return make_error(StatusCode::kInvalidArgument, "cuda add_row_bias: row stride is smaller than the row");
+  }
+  constexpr int kThreads = 256;
+  const int64_t col_blocks = (cols + kThreads - 1) / kThreads;
+  if (col_blocks > 0x7fffffff) return make_error(StatusCode::kInvalidArgument, "cuda add_row_bias: rows too long");
+  const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+  add_row_bias_kernel<<<grid, kThreads, 0, stream>>>(x, bias, rows, cols, stride);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

@@ -1,0 +1,333 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <future>
+
+#include "core/log.h"
+
+namespace saker {
+
+namespace {
+double ms_between(Sequence::Clock::time_point a, Sequence::Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(Model& model, const text::Tokenizer* tokenizer,
+                                               const EngineOptions& options) {
+  EngineOptions o = options;
+  if (o.max_seqs < 1) return make_error(StatusCode::kInvalidArgument, "the engine needs at least one sequence slot");
+  if (o.n_ctx < 2) return make_error(StatusCode::kInvalidArgument, "context size must be at least 2 (got {})", o.n_ctx);
+  if (o.kv_block < 1) return make_error(StatusCode::kInvalidArgument, "--kv-block must be >= 1 (got {})", o.kv_block);
+  if (o.prefill_chunk < 1) return make_error(StatusCode::kInvalidArgument, "prefill chunk must be >= 1");
+  if (o.kv_tokens <= 0) o.kv_tokens = static_cast<int64_t>(o.max_seqs) * o.n_ctx;
+  if (o.kv_tokens < o.n_ctx) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "the KV pool ({} tokens) must hold at least one full context ({} tokens)", o.kv_tokens, o.n_ctx);
+  }
+  const ModelHParams& h = model.hparams();
+  KvCacheConfig c = kv_cache_config(h.n_layer, h.n_head_kv, h.head_dim, o.kv_tokens, model.kv_dtype());
+  c.block_size = o.kv_block;
+  c.n_blocks = (o.kv_tokens + o.kv_block - 1) / o.kv_block;
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvStorage> storage, model.allocate_kv(c));
+  KvPoolOptions po;
+  po.prefix_cache = o.prefix_cache;
+  po.host_cache_bytes = o.cache_ram_bytes;
+  auto pool = std::make_unique<KvPool>(std::move(storage), po);
+  return std::unique_ptr<Engine>(new Engine(model, tokenizer, o, std::move(pool)));
+}
+
+Engine::Engine(Model& model, const text::Tokenizer* tokenizer, const EngineOptions& options,
+               std::unique_ptr<KvPool> pool)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(options),
+      pool_(std::move(pool)),
+      scheduler_(*pool_, SchedulerOptions{options.max_seqs, options.step_tokens, options.prefill_chunk}),
+      runner_(model, *pool_) {}
+
+Engine::~Engine() {
+  stop();
+  cancel_all();
+  // Whatever is left ends now, as cancelled, so every on_done runs exactly once.
+  for (;;) {
+    auto r = step();
+    if (!r.ok() || !*r) break;
+  }
+}
+
+void Engine::submit(std::vector<int32_t> prompt, GenerateOptions options,
+                    std::function<bool(std::string_view)> on_text, DoneCallback on_done) {
+  const Status st = check_generate_request(prompt, options, model_.hparams().n_vocab, options_.n_ctx);
+  if (!st.ok()) {
+    if (on_done) on_done(st);
+    return;
+  }
+  std::unique_ptr<Proposer> proposer;
+  if (options_.proposer) {
+    auto p = options_.proposer();
+    if (!p.ok()) {
+      if (on_done) on_done(p.status());
+      return;
+    }
+    proposer = std::move(p).value();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    auto seq = std::make_unique<Sequence>(next_id_++, std::move(prompt), std::move(options), std::move(on_text),
+                                          std::move(on_done), tokenizer_, options_.n_ctx);
+    if (proposer) {
+      seq->proposer = std::move(proposer);
+      seq->result.draft.emplace();
+      seq->result.draft->tokens_per_step.assign(seq->proposer->max_nodes() + 1, 0);
+    }
+    inbox_.push_back(std::move(seq));
+  }
+  cv_.notify_all();
+}
+
+Result<GenerateResult> Engine::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                        const std::function<bool(std::string_view)>& on_text) {
+  std::promise<Result<GenerateResult>> done;
+  auto future = done.get_future();
+  submit(std::vector<int32_t>(prompt.begin(), prompt.end()), options, on_text,
+         [&done](Result<GenerateResult> r) { done.set_value(std::move(r)); });
+  if (!thread_.joinable()) {
+    while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      auto r = step();
+      if (!r.ok()) return r.status();
+    }
+  }
+  return future.get();
+}
+
+void Engine::take_inbox() {
+  std::deque<std::unique_ptr<Sequence>> in;
+  {
+    std::lock_guard lock(mutex_);
+    in.swap(inbox_);
+  }
+  for (auto& s : in) scheduler_.add(std::move(s));
+}
+
+void Engine::finish(std::unique_ptr<Sequence> seq, Result<GenerateResult> r) {
+  if (r.ok()) {
+    seq->output.finish();
+    const auto now = Sequence::Clock::now();
+    if (seq->first_token_at) r->generate_ms = ms_between(*seq->first_token_at, now);
+  }
+  if (seq->on_done) seq->on_done(std::move(r));
+}
+
+Result<bool> Engine::step() {
+  take_inbox();
+  std::vector<std::unique_ptr<Sequence>> finished;
+  if (cancel_all_.load()) {
+    scheduler_.drain(&finished);  // shutdown: everything waiting or running ends as cancelled
+    batch_.clear();
+  } else {
+    SAKER_RETURN_IF_ERROR(scheduler_.schedule(&batch_, &finished));
+  }
+  for (auto& s : finished) {
+    s->result.finish = FinishReason::kCancelled;
+    GenerateResult r = s->result;
+    finish(std::move(s), std::move(r));
+  }
+  publish_stats();
+  if (batch_.empty()) return !finished.empty();
+
+  bool need_logits = !options_.device_argmax;
+  std::span<const int32_t> taps;
+  for (const BatchSegment& g : batch_.segments) {
+    need_logits |= g.output >= 0 && (g.seq->needs_logits() || g.tree);
+    if (g.seq->proposer) taps = g.seq->proposer->tap_layers();  // one drafter configuration per engine
+  }
+  StepOutput out;
+  const Status st = runner_.run(batch_, need_logits, taps, &out);
+  ++steps_;
+  step_tokens_ += batch_.n_tokens();
+  if (!st.ok()) {
+    SAKER_LOG_WARN("engine step of {} tokens failed: {}", batch_.n_tokens(), st.to_string());
+    for (const BatchSegment& g : batch_.segments) {
+      if (auto s = scheduler_.retire(g.seq)) finish(std::move(s), st);
+    }
+    batch_.clear();
+    publish_stats();
+    return true;
+  }
+  postprocess(out);
+  publish_stats();
+  return true;
+}
+
+void Engine::postprocess(StepOutput& out) {
+  const auto now = Sequence::Clock::now();
+  std::vector<Sequence*> over;
+  for (const BatchSegment& g : batch_.segments) {
+    Sequence& s = *g.seq;
+    if (g.tree) {
+      auto going = verify(g, out);
+      if (!going.ok()) {
+        s.result.finish = FinishReason::kCancelled;
+        SAKER_LOG_WARN("speculative verify failed: {}", going.status().to_string());
+      }
+      if (!going.ok() || !*going) over.push_back(&s);
+      continue;
+    }
+    s.n_cached += g.n;
+    pool_->commit(s.pages, s.tokens, s.n_cached);
+    if (s.proposer) {
+      const Status st = s.proposer->add_context(g.first, g.n, out.taps.data() + g.batch_begin * out.tap_stride);
+      if (!st.ok()) {
+        SAKER_LOG_WARN("drafter context failed: {}", st.to_string());
+        over.push_back(&s);
+        continue;
+      }
+    }
+    if (g.output < 0) continue;
+    if (!s.first_token_at) {
+      s.first_token_at = now;
+      s.result.prompt_ms = ms_between(s.arrived, now);
+    }
+    if (s.options.max_tokens == 0) {  // a prompt pass only
+      over.push_back(&s);
+      continue;
+    }
+    int32_t id = 0;
+    std::span<const float> raw;
+    if (out.have_logits) {
+      std::span<float> row = out.row(g.output);
+      if (s.options.top_logprobs >= 0) {
+        raw_.assign(row.begin(), row.end());  // the sampler edits the row in place
+        raw = raw_;
+      }
+      id = s.sampler.sample(row, s.tokens);
+    } else {
+      id = out.ids[g.output];
+    }
+    s.last_token_at = now;
+    if (!s.output.push(id, raw)) {
+      over.push_back(&s);
+      continue;
+    }
+    s.tokens.push_back(id);
+  }
+  batch_.clear();
+  for (Sequence* s : over) {
+    std::unique_ptr<Sequence> owned = scheduler_.retire(s);
+    if (!owned) continue;
+    GenerateResult r = owned->result;
+    finish(std::move(owned), std::move(r));
+  }
+}
+
+Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
+  Sequence& s = *g.seq;
+  const DraftNodes& d = s.drafts;
+  const int64_t n = g.n;  // root + nodes; row i of the segment is output g.output + i
+  std::vector<std::vector<int32_t>> children(n);
+  for (int64_t j = 0; j < d.size(); ++j) children[d.parent[j] + 1].push_back(static_cast<int32_t>(j + 1));
+  auto token_of = [&](int32_t row) { return row == 0 ? s.tokens[g.first] : d.tokens[row - 1]; };
+  // The walk: one sampler call per accepted row, with the history through that row, exactly as plain decoding
+  // decides each token; descend while the decided token is one of the current node's children.
+  std::vector<int32_t> path = {0};
+  bool going = true;
+  const auto now = Sequence::Clock::now();
+  for (;;) {
+    const int32_t cur = path.back();
+    std::span<float> row = out.row(g.output + cur);
+    std::span<const float> raw;
+    if (s.options.top_logprobs >= 0) {
+      raw_.assign(row.begin(), row.end());
+      raw = raw_;
+    }
+    const int32_t id = s.sampler.sample(row, s.tokens);
+    s.last_token_at = now;
+    if (!s.output.push(id, raw)) {
+      going = false;
+      break;
+    }
+    s.tokens.push_back(id);
+    const auto& kids = children[cur];
+    const auto child = std::find_if(kids.begin(), kids.end(), [&](int32_t c) { return token_of(c) == id; });
+    if (child == kids.end()) break;
+    path.push_back(*child);
+  }
+  const int64_t n_commit = static_cast<int64_t>(path.size());
+  DraftStats& st = *s.result.draft;
+  ++st.verify_steps;
+  st.committed_tokens += n_commit;
+  ++st.tokens_per_step[std::min<int64_t>(n_commit, static_cast<int64_t>(st.tokens_per_step.size())) - 1];
+  if (!going) return false;
+  // Accepted rows to consecutive slots (a node's slot index >= its depth and deeper nodes come later, so
+  // copying in path order never overwrites a row still to be read), their taps to the proposer.
+  std::vector<int32_t> from, to;
+  std::vector<float> path_taps(n_commit * out.tap_stride);
+  for (int64_t k = 0; k < n_commit; ++k) {
+    from.push_back(static_cast<int32_t>(g.first + path[k]));
+    to.push_back(static_cast<int32_t>(g.first + k));
+    std::copy_n(out.taps.data() + (g.batch_begin + path[k]) * out.tap_stride, out.tap_stride,
+                path_taps.data() + k * out.tap_stride);
+  }
+  SAKER_RETURN_IF_ERROR(pool_->storage().copy_slots(s.pages, from, to));
+  SAKER_RETURN_IF_ERROR(s.proposer->add_context(g.first, n_commit, path_taps.data()));
+  s.n_cached = g.first + n_commit;
+  pool_->commit(s.pages, s.tokens, s.n_cached);
+  return true;
+}
+
+void Engine::loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !scheduler_.idle(); });
+      if (stop_) return;
+    }
+    auto r = step();
+    if (!r.ok()) SAKER_LOG_WARN("engine step failed: {}", r.status().to_string());
+  }
+}
+
+void Engine::start() {
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::cancel_all() {
+  cancel_all_.store(true);
+  cv_.notify_all();
+}
+
+void Engine::publish_stats() {
+  EngineStats s;
+  s.waiting = static_cast<int64_t>(scheduler_.n_waiting());
+  s.running = static_cast<int64_t>(scheduler_.n_running());
+  s.steps = steps_;
+  s.step_tokens = step_tokens_;
+  s.preemptions = scheduler_.n_preemptions();
+  s.pool = pool_->stats();
+  std::lock_guard lock(mutex_);
+  stats_ = s;
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mutex_);
+  EngineStats s = stats_;
+  s.waiting += static_cast<int64_t>(inbox_.size());
+  return s;
+}
+
+Status Engine::validate() const { return scheduler_.validate(); }
+
+}  // namespace saker

@@ -1,0 +1,49 @@
+#pragma once
+// Proposer: what a speculating sequence drafts from, inside the engine step. The engine feeds it the target's
+// tapped hidden states of every committed position (add_context) and asks it for a chain or tree of draft
+// tokens after the pending one (propose); the verify walk through the sequence's own Sampler keeps the output
+// exactly plain decoding's. spec/ implements it (the DFlash block drafter).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+
+namespace saker {
+
+// Draft tokens below the root (the pending token): node i has token tokens[i], parent node parent[i] (-1: the
+// root) and depth depth[i] >= 1; a node comes after its parent. A chain is the tree whose node i is the parent
+// of node i + 1.
+struct DraftNodes {
+  std::vector<int32_t> tokens;  // [n_nodes]
+  std::vector<int32_t> parent;  // [n_nodes]
+  std::vector<int32_t> depth;   // [n_nodes]
+  int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+  void clear() {
+    tokens.clear();
+    parent.clear();
+    depth.clear();
+  }
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // The target's decoder layers whose outputs add_context reads (HiddenTaps::layers).
+  virtual std::span<const int32_t> tap_layers() const = 0;
+  // Forgets every context position (the sequence restarts: preempted and recomputed).
+  virtual void reset() = 0;
+  // The target's taps of positions [first, first + n): [n, n_taps, n_embd]; positions from `first` on replace
+  // what was there.
+  virtual Status add_context(int64_t first, int64_t n, const float* taps) = 0;
+  // Draft nodes after `pending` (at position n_context()), at most max_depth deep.
+  virtual Status propose(int32_t pending, int64_t max_depth, DraftNodes* out) = 0;
+  // The most nodes propose() returns (sizes the verify segment).
+  virtual int64_t max_nodes() const = 0;
+};
+
+using ProposerFactory = std::function<Result<std::unique_ptr<Proposer>>()>;
+
+}  // namespace saker

@@ -1,0 +1,255 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+namespace saker {
+
+Scheduler::Scheduler(KvPool& pool, SchedulerOptions options) : pool_(pool), options_(options) {
+  options_.max_seqs = std::max<int32_t>(1, options_.max_seqs);
+  options_.prefill_chunk = std::max<int32_t>(1, options_.prefill_chunk);
+  if (options_.step_tokens <= 0) {
+    options_.step_tokens = 4 * static_cast<int64_t>(options_.prefill_chunk) + options_.max_seqs;
+  }
+  // A chunk is never cut to fit the budget (that would make a sequence's numbers depend on its neighbours),
+  // so one chunk must always fit an otherwise empty step, and every running sequence's decode token a step.
+  options_.step_tokens = std::max<int64_t>({options_.step_tokens, options_.prefill_chunk, options_.max_seqs});
+}
+
+void Scheduler::add(std::unique_ptr<Sequence> seq) {
+  seq->state = SequenceState::kWaiting;
+  waiting_.push_back(std::move(seq));
+}
+
+void Scheduler::append(Batch* batch, Sequence* seq, int64_t n) {
+  const int32_t si = static_cast<int32_t>(batch->segments.size());
+  BatchSegment g;
+  g.seq = seq;
+  g.first = seq->n_cached;
+  g.n = n;
+  g.batch_begin = batch->n_tokens();
+  if (seq->n_cached + n == static_cast<int64_t>(seq->tokens.size())) {
+    g.output = static_cast<int32_t>(batch->output_rows.size());
+    batch->output_rows.push_back(static_cast<int32_t>(batch->tokens.size() + n - 1));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    batch->tokens.push_back(seq->tokens[g.first + i]);
+    batch->token_seq.push_back(si);
+    batch->token_slot.push_back(static_cast<int32_t>(g.first + i));
+    batch->token_pos.push_back(static_cast<int32_t>(g.first + i));
+    batch->token_parent.push_back(-1);
+  }
+  AttentionSequence a;
+  a.block_table = seq->pages;
+  a.n_ctx = static_cast<int32_t>(g.first + n);
+  batch->attn_seqs.push_back(a);
+  batch->segments.push_back(g);
+}
+
+void Scheduler::append_tree(Batch* batch, Sequence* seq) {
+  // [pending, nodes...]: the pending token at slot s (position s), node i at slot s + 1 + i with position
+  // s + depth; a node sees the committed prefix, its ancestors and itself. Every row is an output.
+  const int32_t si = static_cast<int32_t>(batch->segments.size());
+  const DraftNodes& d = seq->drafts;
+  const int64_t s = seq->n_cached;
+  BatchSegment g;
+  g.seq = seq;
+  g.first = s;
+  g.n = 1 + d.size();
+  g.tree = true;
+  g.batch_begin = batch->n_tokens();
+  g.output = static_cast<int32_t>(batch->output_rows.size());
+  for (int64_t i = 0; i < g.n; ++i) {
+    batch->tokens.push_back(i == 0 ? seq->tokens[s] : d.tokens[i - 1]);
+    batch->token_seq.push_back(si);
+    batch->token_slot.push_back(static_cast<int32_t>(s + i));
+    batch->token_pos.push_back(static_cast<int32_t>(i == 0 ? s : s + d.depth[i - 1]));
+    batch->token_parent.push_back(i == 0 ? -1 : static_cast<int32_t>(g.batch_begin + 1 + d.parent[i - 1]));
+    batch->output_rows.push_back(static_cast<int32_t>(g.batch_begin + i));
+  }
+  AttentionSequence a;
+  a.block_table = seq->pages;
+  a.n_ctx = static_cast<int32_t>(s + g.n);
+  a.mask = AttentionMask::kTree;
+  a.tree_start = static_cast<int32_t>(s);
+  batch->attn_seqs.push_back(a);
+  batch->segments.push_back(g);
+  batch->has_tree = true;
+}
+
+void Scheduler::preempt_newest() {
+  auto newest = std::max_element(running_.begin(), running_.end(), [](const auto& a, const auto& b) {
+    return a->admitted_order < b->admitted_order;
+  });
+  std::unique_ptr<Sequence> s = std::move(*newest);
+  running_.erase(newest);
+  pool_.release(&s->pages);
+  s->n_cached = 0;
+  s->state = SequenceState::kWaiting;
+  if (s->proposer) s->proposer->reset();  // its context is re-added as the sequence prefills again
+  ++s->n_preempted;
+  ++n_preemptions_;
+  waiting_.push_front(std::move(s));
+}
+
+bool Scheduler::admit_next(int64_t budget) {
+  Sequence& s = *waiting_.front();
+  // The last token must be fed (its row decides the next one), so at most tokens - 1 come from the cache.
+  // A speculating sequence prefills everything: its proposer needs the target's hidden states of every
+  // position, which cached pages do not keep.
+  const int64_t max_match = s.proposer ? 0 : static_cast<int64_t>(s.tokens.size()) - 1;
+  const int64_t matched = pool_.match_prefix(s.tokens, max_match, &s.pages);
+  s.n_cached = matched;
+  const int64_t n = std::min<int64_t>(s.n_pending(), options_.prefill_chunk);
+  if (n > budget || !pool_.reserve(&s.pages, s.n_cached + n).ok()) {
+    pool_.release(&s.pages);
+    s.n_cached = 0;
+    return false;
+  }
+  if (!s.started) s.n_prefix_hit = matched;
+  s.started = true;
+  s.state = SequenceState::kRunning;
+  s.admitted_order = next_admission_++;
+  running_.push_back(std::move(waiting_.front()));
+  waiting_.pop_front();
+  return true;
+}
+
+Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>* finished) {
+  batch->clear();
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->cancel_requested()) {
+      finished->push_back(std::move(*it));
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = running_.begin(); it != running_.end();) {
+    if ((*it)->cancel_requested()) {
+      pool_.release(&(*it)->pages);
+      (*it)->state = SequenceState::kFinished;
+      finished->push_back(std::move(*it));
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  for (;;) {
+    int64_t budget = options_.step_tokens;
+    // Decode tokens first, oldest sequence first; a token that finds no page preempts the newest sequence.
+    std::vector<Sequence*> scheduled;
+    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+      Sequence* s = running_[i].get();
+      if (s->n_pending() != 1) continue;
+      if (s->proposer && budget > 1) {
+        // A speculating sequence: its drafts ride in the same step, when they fit the budget and the pool.
+        const int64_t room = std::min<int64_t>(budget - 1, s->n_ctx - s->n_cached - 1);
+        s->drafts.clear();
+        if (room > 0) SAKER_RETURN_IF_ERROR(s->proposer->propose(s->tokens.back(), room, &s->drafts));
+        if (s->drafts.size() > 0 && s->drafts.size() <= room &&
+            pool_.reserve(&s->pages, s->n_cached + 1 + s->drafts.size()).ok()) {
+          append_tree(batch, s);
+          scheduled.push_back(s);
+          budget -= 1 + s->drafts.size();
+          continue;
+        }
+        s->drafts.clear();
+      }
+      bool preempted_self = false;
+      while (!pool_.reserve(&s->pages, s->n_cached + 1).ok()) {
+        const bool self_newest = std::all_of(running_.begin(), running_.end(), [&](const auto& o) {
+          return o->admitted_order <= s->admitted_order;
+        });
+        preempt_newest();
+        if (self_newest) {
+          preempted_self = true;
+          break;
+        }
+      }
+      if (preempted_self) break;
+      append(batch, s, 1);
+      scheduled.push_back(s);
+      --budget;
+    }
+    // Prefill chunks, oldest first, never cut: a chunk that does not fit waits for the next step.
+    for (auto& r : running_) {
+      Sequence* s = r.get();
+      if (s->n_pending() <= 1) continue;
+      const int64_t n = std::min<int64_t>(s->n_pending(), options_.prefill_chunk);
+      if (n > budget) break;
+      if (!pool_.reserve(&s->pages, s->n_cached + n).ok()) break;
+      append(batch, s, n);
+      budget -= n;
+    }
+    while (static_cast<int32_t>(running_.size()) < options_.max_seqs && !waiting_.empty()) {
+      if (!admit_next(budget)) break;
+      Sequence* s = running_.back().get();
+      const int64_t n = std::min<int64_t>(s->n_pending(), options_.prefill_chunk);
+      append(batch, s, n);
+      budget -= n;
+    }
+    // Nothing could run although sequences are running: they all wait for pages. Free the newest one's.
+    if (!batch->empty() || running_.empty()) break;
+    batch->clear();
+    preempt_newest();
+  }
+  return {};
+}
+
+void Scheduler::drain(std::vector<std::unique_ptr<Sequence>>* out) {
+  for (auto& s : running_) {
+    pool_.release(&s->pages);
+    s->state = SequenceState::kFinished;
+    out->push_back(std::move(s));
+  }
+  running_.clear();
+  for (auto& s : waiting_) out->push_back(std::move(s));
+  waiting_.clear();
+}
+
+std::unique_ptr<Sequence> Scheduler::retire(Sequence* seq) {
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == seq; });
+  if (it == running_.end()) return nullptr;
+  std::unique_ptr<Sequence> s = std::move(*it);
+  running_.erase(it);
+  pool_.release(&s->pages);
+  s->state = SequenceState::kFinished;
+  return s;
+}
+
+Status Scheduler::validate() const {
+  SAKER_RETURN_IF_ERROR(pool_.validate());
+  std::vector<int32_t> owners(pool_.n_pages(), 0);
+  const int64_t pt = pool_.page_tokens();
+  for (const auto& s : running_) {
+    if (static_cast<int64_t>(s->pages.size()) * pt < s->n_cached) {
+      return make_error(StatusCode::kInternal, "sequence {} caches {} tokens in {} pages", s->id, s->n_cached,
+                        s->pages.size());
+    }
+    if (s->n_cached >= static_cast<int64_t>(s->tokens.size())) {
+      return make_error(StatusCode::kInternal, "sequence {} has no pending token", s->id);
+    }
+    for (int32_t p : s->pages) {
+      if (p < 0 || p >= pool_.n_pages()) return make_error(StatusCode::kInternal, "sequence {} names page {}", s->id, p);
+      ++owners[p];
+    }
+  }
+  for (const auto& s : waiting_) {
+    if (!s->pages.empty() || s->n_cached != 0) {
+      return make_error(StatusCode::kInternal, "waiting sequence {} holds {} pages", s->id, s->pages.size());
+    }
+  }
+  for (int32_t p = 0; p < pool_.n_pages(); ++p) {
+    if (owners[p] != pool_.ref_count(p)) {
+      return make_error(StatusCode::kInternal, "page {} has {} owners but the tables name it {} times", p,
+                        pool_.ref_count(p), owners[p]);
+    }
+  }
+  if (static_cast<int32_t>(running_.size()) > options_.max_seqs) {
+    return make_error(StatusCode::kInternal, "{} sequences run (at most {})", running_.size(), options_.max_seqs);
+  }
+  return {};
+}
+
+}  // namespace saker

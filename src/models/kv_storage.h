@@ -1,0 +1,63 @@
+#pragma once
+// KvStorage: the memory behind every layer's paged K and V, on the device of the model that reads it. The
+// engine owns one (its KvPool) and hands the model views of it (LayerKv); the model never allocates KV itself.
+// Pages ("blocks") are block_size slots; physical slot p of a layer is row p % block_size of page
+// p / block_size of the layer's [n_blocks, block_size, n_head_kv, head_dim] tensors.
+#include <cstdint>
+#include <span>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace saker {
+
+// One layer's paged KV cache.
+struct LayerKv {
+  TensorView k;  // [n_blocks, block_size, n_head_kv, head_dim] on the storage's device
+  TensorView v;  // [n_blocks, block_size, n_head_kv, head_dim]
+};
+
+struct KvCacheConfig {
+  int64_t n_layer = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  int64_t block_size = 16;  // tokens per block
+  int64_t n_blocks = 0;
+  DType dtype = DType::kF32;  // f32, f16 or bf16 (a backend may accept fewer: CUDA takes f16)
+};
+
+// A cache of n_tokens slots in blocks of 16 for layers of n_head_kv heads of head_dim.
+KvCacheConfig kv_cache_config(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_tokens, DType dtype);
+
+// For implementations, so every backend refuses the same arguments with the same errors: positive sizes and a
+// plain float dtype; copy_slots' slots inside the table and the table's blocks inside the storage.
+Status check_kv_config(const KvCacheConfig& config);
+Status check_copy_slots(const KvCacheConfig& config, std::span<const int32_t> block_table,
+                        std::span<const int32_t> from, std::span<const int32_t> to);
+// Bytes of one slot's row of one layer's K (or V): n_head_kv * head_dim elements.
+uint64_t kv_row_bytes(const KvCacheConfig& config);
+
+class KvStorage {
+ public:
+  virtual ~KvStorage() = default;
+
+  virtual const KvCacheConfig& config() const = 0;
+  virtual Device device() const = 0;
+  // Views of every layer, in layer order.
+  virtual std::span<const LayerKv> layers() const = 0;
+  virtual uint64_t size_bytes() const = 0;
+
+  // Copies the K and V rows of slot from[i] to slot to[i] of one sequence (block_table maps its slots), in
+  // every layer, in order i = 0, 1, ... (overlapping moves behave as if done one by one): a speculative
+  // tree's accepted nodes moving to consecutive slots, or a forked sequence's partial last page.
+  virtual Status copy_slots(std::span<const int32_t> block_table, std::span<const int32_t> from,
+                            std::span<const int32_t> to) = 0;
+
+  // One page of every layer as host bytes (layer 0 K, layer 0 V, layer 1 K, ...): page_bytes() each. The
+  // prefix cache's host-RAM tier keeps evicted pages this way and writes them back bit for bit.
+  uint64_t page_bytes() const;
+  virtual Status read_page(int32_t page, void* host) const = 0;  // host: [page_bytes()]
+  virtual Status write_page(int32_t page, const void* host) = 0;
+};
+
+}  // namespace saker
