@@ -9,55 +9,64 @@
 //          the MLP as well as before, GeGLU (tanh GELU), local sliding-window layers with their own RoPE
 //          base between global ones, optional attention / final logit soft-capping.
 // Final RMSNorm; output head tied to the embedding or not.
+//
+// The forward is written once over an OpBackend (ops/backend.h): the CPU backend and the CUDA backend run the
+// same op sequence. Weights are bound through the backend once, in the fused shape: q|k|v one matrix (and one
+// bias vector), gate|up one matrix, residual adds in the matmul (accumulate) unless a gemma3 post-norm sits
+// between the projection and the residual.
 #include <memory>
 #include <vector>
 
 #include "models/model.h"
+#include "ops/backend.h"
 
 namespace saker {
 
 class DenseDecoderModel : public Model {
  public:
-  static Result<std::unique_ptr<Model>> create(std::shared_ptr<const ModelWeights> weights, OpsOptions options);
+  static Result<std::unique_ptr<Model>> create(std::shared_ptr<const ModelWeights> weights,
+                                               std::unique_ptr<OpBackend> backend);
 
   const ModelHParams& hparams() const override { return hp_; }
   Status forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) override;
+  Device device() const override { return backend_->device(); }
+  DType kv_dtype() const override { return backend_->kv_dtype(); }
 
  private:
   struct Layer {
-    TensorView attn_norm;            // [n_embd]
-    TensorView wq, wk, wv, wo;       // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
-    TensorView q_norm, k_norm;       // [head_dim] (absent in llama: n_dims == 0)
-    const float* bq = nullptr;       // [q_dim] qwen2 projection biases (f32), or null
-    const float* bk = nullptr;       // [kv_dim]
-    const float* bv = nullptr;       // [kv_dim]
-    TensorView post_attn_norm;       // [n_embd] gemma3 only
-    TensorView ffn_norm;             // [n_embd]
-    TensorView w_gate, w_up, w_down; // [n_ff, n_embd] x2, [n_embd, n_ff]
-    TensorView post_ffn_norm;        // [n_embd] gemma3 only
+    const PreparedVector* attn_norm = nullptr;       // [n_embd]
+    const PreparedMatrix* qkv = nullptr;             // [q_dim + 2 kv_dim, n_embd]: attn_q | attn_k | attn_v
+    const PreparedVector* qkv_bias = nullptr;        // [q_dim + 2 kv_dim] qwen2's projection biases, or null
+    const PreparedVector* q_norm = nullptr;          // [head_dim] (null without q/k norm)
+    const PreparedVector* k_norm = nullptr;          // [head_dim]
+    const PreparedMatrix* wo = nullptr;              // [n_embd, q_dim]
+    const PreparedVector* post_attn_norm = nullptr;  // [n_embd] gemma3 only
+    const PreparedVector* ffn_norm = nullptr;        // [n_embd]
+    const PreparedMatrix* gate_up = nullptr;         // [2 n_ff, n_embd]: ffn_gate | ffn_up
+    const PreparedMatrix* down = nullptr;            // [n_embd, n_ff]
+    const PreparedVector* post_ffn_norm = nullptr;   // [n_embd] gemma3 only
   };
+  // Activation buffers (ids into OpBackend::buffer).
+  enum Buffer : int { kX, kH, kQkv, kAttn, kGateUp, kAct, kXo, kNumBuffers };
 
-  struct RowRun {
-    int64_t begin = 0, end = 0;
-    bool blas = false;  // a long run of one sequence: BLAS may multiply it
-  };
-  std::vector<RowRun> row_runs(const AttentionBatch& attn) const;
-  // x [T, n_in] times w: one cpu::matmul call per row run of the batch, so that a row's result does not depend
-  // on the rest of the batch; other row counts (the output head's gathered rows) go through one call.
-  Status matmul(const TensorView& x, const TensorView& w, const TensorView& out, std::span<const RowRun> runs) const;
-  // An f32 view of a bias vector: the file's data when it is f32, else a dequantised copy the model keeps.
-  Result<const float*> bias_f32(const std::string& name, int64_t n);
+  Status bind_weights();
+  Status body(const ForwardBatch& batch);
+  Status head(int64_t first, int64_t n);
+  // x += [post_norm](in W^T): the residual add in the matmul, or (with a gemma3 post-norm) through h.
+  Status project_residual(const PreparedMatrix& w, const Act& in, const PreparedVector* post_norm, const Act& x,
+                          const Act& h);
 
   std::shared_ptr<const ModelWeights> weights_;
-  OpsOptions options_;
+  std::unique_ptr<OpBackend> backend_;
   ModelHParams hp_;
-  bool geglu_ = false;      // GeGLU (tanh GELU) instead of SwiGLU
-  TensorView token_embd_;   // [n_vocab, n_embd]
-  TensorView output_norm_;  // [n_embd]
-  TensorView output_;       // [n_vocab, n_embd] (token_embd when tied)
-  TensorView rope_freqs_;   // [n_rot / 2] f32 per-pair divisors (llama 3), or absent
+  bool geglu_ = false;                            // GeGLU (tanh GELU) instead of SwiGLU
+  const PreparedMatrix* token_embd_ = nullptr;    // [n_vocab, n_embd]
+  const PreparedVector* output_norm_ = nullptr;   // [n_embd]
+  const PreparedMatrix* output_ = nullptr;        // [n_vocab, n_embd] (token_embd_ when tied)
+  const PreparedVector* rope_freqs_ = nullptr;    // [n_rot / 2] f32 per-pair divisors (llama 3), or null
+  RopeSpec rope_global_, rope_local_;             // local (sliding-window) layers: own base, no scaling
+  AttentionSpec attn_global_, attn_local_;
   std::vector<Layer> layers_;
-  std::vector<std::vector<float>> owned_biases_;  // dequantised copies of non-f32 biases
 };
 
 }  // namespace saker

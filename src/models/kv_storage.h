@@ -8,14 +8,9 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "ops/layer_kv.h"  // LayerKv: one layer's views
 
 namespace saker {
-
-// One layer's paged KV cache.
-struct LayerKv {
-  TensorView k;  // [n_blocks, block_size, n_head_kv, head_dim] on the storage's device
-  TensorView v;  // [n_blocks, block_size, n_head_kv, head_dim]
-};
 
 struct KvCacheConfig {
   int64_t n_layer = 0;

@@ -1,10 +1,10 @@
 #include "models/model.h"
 
-#include "models/dense_decoder.h"
+#include "core/log.h"
 #include "models/kv_cache.h"
 #include "ops/device_info.h"
 #if SAKER_HAS_CUDA
-#include "models/cuda/cuda_decoder.h"
+#include "models/cuda/cuda_kv_storage.h"
 #endif
 
 namespace saker {
@@ -32,23 +32,22 @@ Result<std::unique_ptr<KvStorage>> Model::allocate_kv(const KvCacheConfig& confi
                       "KV cache of {} layers x {} kv heads x {} does not fit the model's {} x {} x {}", config.n_layer,
                       config.n_head_kv, config.head_dim, h.n_layer, h.n_head_kv, h.head_dim);
   }
-  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(config));
-  return std::unique_ptr<KvStorage>(std::move(kv));
-}
-
-Result<std::unique_ptr<Model>> create_model(std::shared_ptr<const ModelWeights> weights, OpsOptions options) {
-  const std::string& arch = weights->hparams().arch;
-  if (options.device == Device::kCuda) {
+  if (device() == Device::kCuda) {
 #if SAKER_HAS_CUDA
-    return CudaDecoder::create(std::move(weights), options);
+    if (config.dtype != DType::kF16) {
+      return make_error(StatusCode::kUnsupported, "the CUDA decoder keeps KV in f16 (asked for {}): use kv_dtype()",
+                        dtype_name(config.dtype));
+    }
+    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<CudaKvStorage> kv, CudaKvStorage::create(config));
+    SAKER_LOG_INFO("CUDA decoder: KV cache of {} tokens on the GPU ({} MiB, f16)", config.n_blocks * config.block_size,
+                   kv->size_bytes() >> 20);
+    return std::unique_ptr<KvStorage>(std::move(kv));
 #else
     return make_error(StatusCode::kUnsupported, "this saker was built without the CUDA backend");
 #endif
   }
-  if (arch == "qwen3" || arch == "qwen2" || arch == "llama" || arch == "gemma3") {
-    return DenseDecoderModel::create(std::move(weights), options);
-  }
-  return make_error(StatusCode::kUnsupported, "no forward pass for architecture '{}'", arch);
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(config));
+  return std::unique_ptr<KvStorage>(std::move(kv));
 }
 
 }  // namespace saker

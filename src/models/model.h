@@ -17,7 +17,7 @@
 namespace saker {
 
 // Hidden states a speculative drafter reads from the target: the output of decoder layer layers[j] (after its
-// residual add; Hugging Face's hidden_states[layers[j] + 1]) for every batch token. Only the CPU decoder fills
+// residual add; Hugging Face's hidden_states[layers[j] + 1]) for every batch token. Only the CPU backend fills
 // them so far; callers check Model::device() (spec::SpeculativeGenerator refuses any other target).
 struct HiddenTaps {
   std::span<const int32_t> layers;  // [n_taps] 0-based decoder layer ids; empty: no taps
@@ -58,13 +58,15 @@ class Model {
   // written to `kv` (views of storage from allocate_kv) at their slots.
   virtual Status forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) = 0;
   virtual Device device() const { return Device::kCpu; }
-  // KV memory on this model's device, owned by the caller (the engine's KvPool, a generator, a test).
+  // KV memory on this model's device (CPU: a host KvCache; CUDA: a CudaKvStorage of f16 pages), owned by the
+  // caller (the engine's KvPool, a generator, a test).
   virtual Result<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheConfig& config) const;
   // The KV dtype this backend stores (CPU: f32; CUDA: f16).
   virtual DType kv_dtype() const { return DType::kF32; }
 };
 
-// Binds the weights of a supported architecture (errors name a missing tensor or a wrong shape).
+// Binds the weights of a supported architecture (models/registry.cpp) over the backend of options.device
+// (errors name a missing tensor or a wrong shape).
 Result<std::unique_ptr<Model>> create_model(std::shared_ptr<const ModelWeights> weights, OpsOptions options = {});
 
 }  // namespace saker

@@ -61,6 +61,30 @@ std::vector<GenerateResult> run_alone(Model& model, const std::vector<std::vecto
   return out;
 }
 
+// Submits every request at once and steps the engine on this thread until it is idle, validating after each
+// step; *steps receives the number of steps that did work.
+std::vector<Outcome> run_batched(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                 const std::vector<GenerateOptions>& opts, int64_t* steps = nullptr) {
+  std::vector<Outcome> got(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    engine.submit(prompts[i], opts[i], nullptr, [&got, i](Result<GenerateResult> r) {
+      ++got[i].done_calls;
+      got[i].result = std::move(r);
+    });
+  }
+  int64_t n = 0;
+  for (;;) {
+    auto r = engine.step();
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    const Status v = engine.validate();
+    EXPECT_TRUE(v.ok()) << v.to_string();
+    if (!r.ok() || !v.ok() || !*r) break;
+    ++n;
+  }
+  if (steps) *steps = n;
+  return got;
+}
+
 void concurrent_equals_alone(const OpsOptions& ops, const char* what, size_t n_requests) {
   auto model = load_mini(ops);
   ASSERT_TRUE(model);
@@ -76,21 +100,8 @@ void concurrent_equals_alone(const OpsOptions& ops, const char* what, size_t n_r
   eo.max_seqs = 8;
   eo.step_tokens = 120;
   auto engine = make_engine(*model, eo);
-  std::vector<Outcome> got(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    engine->submit(prompts[i], opts[i], nullptr, [&got, i](Result<GenerateResult> r) {
-      ++got[i].done_calls;
-      got[i].result = std::move(r);
-    });
-  }
   int64_t steps = 0;
-  for (;;) {
-    auto r = engine->step();
-    ASSERT_TRUE(r.ok()) << r.status().to_string();
-    ASSERT_TRUE(engine->validate().ok()) << engine->validate().to_string();
-    if (!*r) break;
-    ++steps;
-  }
+  const std::vector<Outcome> got = run_batched(*engine, prompts, opts, &steps);
   const EngineStats st = engine->stats();
   EXPECT_LT(steps, static_cast<int64_t>(n_requests) * 30) << "sequences were not batched";
   EXPECT_GT(st.step_tokens / std::max<int64_t>(1, st.steps), 4) << "steps carried too few tokens";
@@ -232,19 +243,7 @@ TEST(EngineBatching, PreemptionUnderPageExhaustionLosesNothing) {
   eo.kv_tokens = eo.n_ctx;
   eo.prefix_cache = false;  // recompute from scratch: the hardest case
   auto engine = make_engine(*model, eo);
-  std::vector<Outcome> got(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    engine->submit(prompts[i], opts[i], nullptr, [&got, i](Result<GenerateResult> r) {
-      ++got[i].done_calls;
-      got[i].result = std::move(r);
-    });
-  }
-  for (;;) {
-    auto r = engine->step();
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(engine->validate().ok()) << engine->validate().to_string();
-    if (!*r) break;
-  }
+  const std::vector<Outcome> got = run_batched(*engine, prompts, opts);
   EXPECT_GT(engine->stats().preemptions, 0) << "the pool was meant to run out";
   for (size_t i = 0; i < prompts.size(); ++i) {
     ASSERT_EQ(got[i].done_calls, 1);
@@ -372,19 +371,7 @@ TEST(EngineBatching, SpeculativeSequencesInOneStepEqualPlainDecoding) {
       return std::unique_ptr<Proposer>(std::move(p));
     };
     auto engine = make_engine(*model, so);
-    std::vector<Outcome> got(prompts.size());
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      engine->submit(prompts[i], opts[i], nullptr, [&got, i](Result<GenerateResult> r) {
-        ++got[i].done_calls;
-        got[i].result = std::move(r);
-      });
-    }
-    for (;;) {
-      auto r = engine->step();
-      ASSERT_TRUE(r.ok()) << r.status().to_string();
-      ASSERT_TRUE(engine->validate().ok()) << engine->validate().to_string();
-      if (!*r) break;
-    }
+    const std::vector<Outcome> got = run_batched(*engine, prompts, opts);
     DraftStats total;
     for (size_t i = 0; i < prompts.size(); ++i) {
       ASSERT_EQ(got[i].done_calls, 1);

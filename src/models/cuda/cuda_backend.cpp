@@ -1,0 +1,502 @@
+#include "models/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/env.h"
+#include "core/log.h"
+#include "formats/quant/codec.h"
+#include "ops/cuda/add.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/gather_rows.h"
+#include "ops/cuda/norm_rope.h"
+#include "ops/cuda/qk_norm_rope_kv_write.h"
+#include "ops/cuda/soft_cap.h"
+
+namespace saker {
+namespace {
+
+constexpr int64_t kGraphMaxTokens = 64;   // the verify widths speculative decoding needs
+constexpr int64_t kMinCtxCapacity = 256;  // smallest context bucket a graph is captured for
+constexpr size_t kMaxKvBindings = 32;     // distinct KV pointer sets that keep captured graphs
+
+int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const OpsOptions& options) {
+  std::unique_ptr<CudaBackend> b(new CudaBackend());
+  b->options_ = options;
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking));
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
+  for (auto& m : matrices_) {
+    for (cuda::DeviceMatrix& part : m->parts) cuda::free_matrix(&part);
+  }
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Result<const PreparedMatrix*> CudaBackend::prepare_matrix(std::span<const TensorView> parts, const std::string& name) {
+  for (const TensorView& t : parts) {
+    if (!cuda::matmul_supports(t.dtype)) {
+      return make_error(StatusCode::kUnsupported, "the CUDA backend cannot multiply {} ({})", name,
+                        dtype_name(t.dtype));
+    }
+  }
+  auto m = std::make_unique<Matrix>();
+  m->n_in = parts[0].dim(1);
+  const bool same =
+      std::all_of(parts.begin(), parts.end(), [&](const TensorView& t) { return t.dtype == parts[0].dtype; });
+  if (same) {  // one launch reads them all
+    SAKER_ASSIGN_OR_RETURN(cuda::DeviceMatrix d, cuda::upload_matrix(parts));
+    weight_bytes_ += d.bytes;
+    m->parts.push_back(d);
+    m->column.push_back(0);
+    m->n_out = d.n_out;
+  } else {  // e.g. Q4_K_M's Q6_K attn_v beside Q4_K q and k: each part writes its columns
+    for (const TensorView& t : parts) {
+      SAKER_ASSIGN_OR_RETURN(cuda::DeviceMatrix d, cuda::upload_matrix(std::span<const TensorView>(&t, 1)));
+      weight_bytes_ += d.bytes;
+      m->parts.push_back(d);
+      m->column.push_back(m->n_out);
+      m->n_out += t.dim(0);
+    }
+  }
+  max_n_in_ = std::max(max_n_in_, m->n_in);
+  max_n_out_ = std::max(max_n_out_, m->n_out);
+  matrices_.push_back(std::move(m));
+  return static_cast<const PreparedMatrix*>(matrices_.back().get());
+}
+
+Result<const PreparedVector*> CudaBackend::prepare_vector(std::span<const TensorView> parts) {
+  auto v = std::make_unique<Vector>();
+  for (const TensorView& t : parts) v->n += t.n_elements();
+  std::vector<float> host(v->n);  // [n] every part side by side
+  int64_t at = 0;
+  for (const TensorView& t : parts) {
+    SAKER_RETURN_IF_ERROR(dequantize_row(t.dtype, t.data, host.data() + at, t.n_elements()));
+    at += t.n_elements();
+  }
+  SAKER_ASSIGN_OR_RETURN(v->data, mem_.alloc_array<float>(v->n, "norm weights"));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy(v->data, host.data(), v->n * sizeof(float), cudaMemcpyHostToDevice));
+  vectors_.push_back(std::move(v));
+  return static_cast<const PreparedVector*>(vectors_.back().get());
+}
+
+Status CudaBackend::reserve(std::span<const ActivationSpec> buffers, int64_t n_vocab, const AttentionSpec& attention) {
+  geometry_ = attention;
+  n_vocab_ = n_vocab;
+  max_tokens_ = std::max<int64_t>(kGraphMaxTokens, options_.max_batch_tokens);
+  // Logits rows per head pass: every decode/verify step in one pass, prefill outputs in slices of ~256 MB.
+  head_rows_ = std::clamp<int64_t>((int64_t{256} << 20) / (n_vocab * 4), kGraphMaxTokens, max_tokens_);
+  for (const ActivationSpec& s : buffers) {
+    SAKER_ASSIGN_OR_RETURN(float* p,
+                           mem_.alloc_array<float>((s.per_output ? head_rows_ : max_tokens_) * s.cols, "activations"));
+    buffers_.push_back(p);
+    buffer_cols_.push_back(s.cols);
+  }
+  SAKER_ASSIGN_OR_RETURN(logits_dev_, mem_.alloc_array<float>(head_rows_ * n_vocab, "logits"));
+  SAKER_ASSIGN_OR_RETURN(void* lh, mem_.alloc_host(head_rows_ * n_vocab * sizeof(float), "logits"));
+  logits_host_ = static_cast<float*>(lh);
+  SAKER_ASSIGN_OR_RETURN(argmax_dev_, mem_.alloc_array<int32_t>(head_rows_, "argmax ids"));
+  SAKER_ASSIGN_OR_RETURN(void* ah, mem_.alloc_host(head_rows_ * sizeof(int32_t), "argmax ids"));
+  argmax_host_ = static_cast<int32_t*>(ah);
+  SAKER_ASSIGN_OR_RETURN(matmul_, cuda::MatmulContext::create(max_tokens_, max_n_in_, max_n_out_));
+  SAKER_LOG_INFO("CUDA decoder: {:.2f} GiB of weights and buffers on the GPU, batches of up to {} tokens, "
+                 "{} logits rows per head pass",
+                 static_cast<double>(mem_.device_bytes() + weight_bytes_) / (1 << 30), max_tokens_, head_rows_);
+  return {};
+}
+
+Result<CudaBackend::DeviceKv> CudaBackend::bind_kv(std::span<const LayerKv> kv) const {
+  DeviceKv d;
+  const TensorView& k0 = kv[0].k;
+  if (k0.n_dims == 4) {
+    d.n_blocks = k0.dim(0);
+    d.block_size = k0.dim(1);
+  }
+  d.pointers.resize(2 * kv.size());
+  for (size_t l = 0; l < kv.size(); ++l) {
+    for (int which = 0; which < 2; ++which) {
+      const TensorView& t = which == 0 ? kv[l].k : kv[l].v;
+      if (t.device != Device::kCuda || t.data == nullptr) {
+        return make_error(StatusCode::kInvalidArgument,
+                          "forward: the KV views of layer {} are not GPU memory (device {}): the CUDA decoder reads "
+                          "KV storage from its allocate_kv",
+                          l, device_name(t.device));
+      }
+      if (t.dtype != DType::kF16) {
+        return make_error(StatusCode::kInvalidArgument, "forward: KV of layer {} is {}; the CUDA decoder reads f16", l,
+                          dtype_name(t.dtype));
+      }
+      if (t.n_dims != 4 || t.dim(0) != d.n_blocks || t.dim(1) != d.block_size || t.dim(2) != geometry_.n_head_kv ||
+          t.dim(3) != geometry_.head_dim || d.n_blocks <= 0 || d.block_size <= 0 || !t.is_contiguous()) {
+        return make_error(StatusCode::kInvalidArgument,
+                          "forward: KV cache {} of layer {} does not fit {} kv heads of {} (contiguous, the same "
+                          "blocks in every layer)",
+                          t.shape_string(), l, geometry_.n_head_kv, geometry_.head_dim);
+      }
+      (which == 0 ? d.k : d.v).push_back(static_cast<__half*>(t.data));
+      d.pointers[which * kv.size() + l] = t.data;
+    }
+  }
+  return d;
+}
+
+Status CudaBackend::drop_graphs() {
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+  return {};
+}
+
+Status CudaBackend::touch_kv_binding(const std::vector<const void*>& kv) {
+  kv_bindings_[kv] = ++n_steps_;
+  if (kv_bindings_.size() <= kMaxKvBindings) return {};
+  auto oldest = std::min_element(kv_bindings_.begin(), kv_bindings_.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  for (auto it = graphs_.begin(); it != graphs_.end();) {
+    if (it->first.kv == oldest->first) {
+      cudaGraphExecDestroy(it->second);
+      it = graphs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::erase_if(seen_shapes_, [&](const StepShape& s) { return s.kv == oldest->first; });
+  kv_bindings_.erase(oldest);
+  return {};
+}
+
+cuda::AttentionLaunch CudaBackend::attention_launch(int64_t ctx_capacity) const {
+  cuda::AttentionLaunch launch;
+  launch.n_head = static_cast<int32_t>(geometry_.n_head);
+  launch.n_head_kv = static_cast<int32_t>(geometry_.n_head_kv);
+  launch.head_dim = static_cast<int32_t>(geometry_.head_dim);
+  launch.max_ctx = static_cast<int32_t>(ctx_capacity);
+  return launch;
+}
+
+Status CudaBackend::ensure_attention_workspace(size_t bytes) {
+  if (bytes <= attn_ws_bytes_) return {};
+  // Graphs captured so far point at the old workspace: drop them before it goes.
+  SAKER_RETURN_IF_ERROR(drop_graphs());
+  const size_t grown = std::max(bytes, attn_ws_bytes_ * 2);
+  if (attn_ws_) mem_.release(attn_ws_);
+  attn_ws_ = nullptr;
+  attn_ws_bytes_ = 0;
+  SAKER_ASSIGN_OR_RETURN(attn_ws_, mem_.alloc(grown, "the attention workspace"));
+  attn_ws_bytes_ = grown;
+  return {};
+}
+
+Status CudaBackend::ensure_input_capacity(int64_t n) {
+  if (n <= in_capacity_) return {};
+  // Graphs copy from and to the old buffers: drop them, then the buffers.
+  SAKER_RETURN_IF_ERROR(drop_graphs());
+  mem_.release(in_host_);
+  mem_.release(in_dev_);
+  const int64_t cap = std::max<int64_t>(n, 2 * in_capacity_);
+  SAKER_ASSIGN_OR_RETURN(void* hp, mem_.alloc_host(cap * sizeof(int32_t), "step inputs"));
+  SAKER_ASSIGN_OR_RETURN(in_dev_, mem_.alloc_array<int32_t>(cap, "step inputs"));
+  in_host_ = static_cast<int32_t*>(hp);
+  in_capacity_ = cap;
+  return {};
+}
+
+Status CudaBackend::take_outputs(const Chunk& c, int64_t first, int64_t n) const {
+  if (c.logits && n > 0) std::memcpy(c.logits + first * n_vocab_, logits_host_, n * n_vocab_ * sizeof(float));
+  if (c.argmax) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (argmax_host_[i] < 0) {
+        return make_error(StatusCode::kInternal, "forward: the logits of output {} are all NaN", first + i);
+      }
+      c.argmax[first + i] = argmax_host_[i];
+    }
+  }
+  return {};
+}
+
+Status CudaBackend::enqueue_step(const StepShape& s, const cuda::PackedAttentionLayout& layout,
+                                 const StepProgram& program) {
+  const int64_t n_in = s.n_tokens + s.n_out + layout.total;
+  SAKER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(in_dev_, in_host_, n_in * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  cur_.n_tokens = s.n_tokens;
+  cur_.want_logits = s.want_logits;
+  cur_.want_argmax = s.want_argmax;
+  cur_.tokens = in_dev_;
+  cur_.rows = in_dev_ + s.n_tokens;
+  cur_.batch.layout = layout;
+  cur_.batch.data = in_dev_ + s.n_tokens + s.n_out;
+  cur_.batch.block_size = static_cast<int32_t>(kv_.block_size);
+  cur_.launch = attention_launch(s.ctx_capacity);
+  SAKER_RETURN_IF_ERROR(program.body());
+  if (s.n_out > 0 && s.n_out <= head_rows_) SAKER_RETURN_IF_ERROR(program.head(0, s.n_out));
+  return {};
+}
+
+Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
+  const AttentionBatch& attn = *c.attn;
+  const int64_t T = attn.n_tokens();
+  const int64_t n_out = static_cast<int64_t>(c.output_rows.size());
+
+  // Context capacity: a power of two covering every sequence, so a graph serves many steps; block tables
+  // are padded (with block 0, never read) or cut to exactly that many blocks, which fixes the packed layout.
+  int32_t max_ctx = 0;
+  for (const AttentionSequence& q : attn.sequences) max_ctx = std::max(max_ctx, q.n_ctx);
+  const int64_t cache_tokens = kv_.n_blocks * kv_.block_size;
+  const int64_t ctx_cap = std::min(cache_tokens, std::max(kMinCtxCapacity, next_pow2(max_ctx)));
+  const int64_t table_len = (ctx_cap + kv_.block_size - 1) / kv_.block_size;
+  std::vector<std::vector<int32_t>> tables(attn.sequences.size());
+  std::vector<AttentionSequence> seqs(attn.sequences.begin(), attn.sequences.end());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    tables[i].assign(table_len, 0);
+    const auto& src = attn.sequences[i].block_table;
+    std::copy_n(src.begin(), std::min<int64_t>(table_len, static_cast<int64_t>(src.size())), tables[i].begin());
+    seqs[i].block_table = tables[i];
+  }
+  AttentionBatch padded = attn;
+  padded.sequences = seqs;
+  std::vector<int32_t> packed;
+  const cuda::PackedAttentionLayout layout = cuda::pack_attention_batch(padded, &packed);
+
+  StepShape s;
+  s.n_tokens = T;
+  s.n_out = n_out;
+  s.n_seqs = static_cast<int64_t>(seqs.size());
+  s.packed_total = layout.total;
+  s.ctx_capacity = ctx_cap;
+  s.block_size = kv_.block_size;
+  s.want_logits = c.logits != nullptr;
+  s.want_argmax = c.argmax != nullptr;
+  s.kv = kv_.pointers;
+
+  cuda::DeviceAttentionBatch probe;
+  probe.layout = layout;
+  probe.block_size = static_cast<int32_t>(kv_.block_size);
+  SAKER_RETURN_IF_ERROR(ensure_attention_workspace(cuda::attention_workspace_bytes(probe, attention_launch(ctx_cap))));
+  SAKER_RETURN_IF_ERROR(ensure_input_capacity(T + n_out + layout.total));
+
+  std::copy(c.tokens.begin(), c.tokens.end(), in_host_);
+  std::copy(c.output_rows.begin(), c.output_rows.end(), in_host_ + T);
+  std::copy(packed.begin(), packed.end(), in_host_ + T + n_out);
+
+  const bool use_graph = options_.cuda_graphs && T <= kGraphMaxTokens && T <= matmul_->max_kernel_rows() &&
+                         n_out <= head_rows_;
+  // A shape runs eagerly the first time (library kernels load lazily, which must not happen inside a
+  // capture) and is captured the second time, then replayed.
+  if (use_graph) SAKER_RETURN_IF_ERROR(touch_kv_binding(s.kv));
+  const bool seen = use_graph && !seen_shapes_.insert(s).second;
+  if (use_graph && seen) {
+    auto it = graphs_.find(s);
+    if (it == graphs_.end()) {
+      cudaGraph_t graph = nullptr;
+      SAKER_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      const Status st = enqueue_step(s, layout, program);
+      const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+      SAKER_RETURN_IF_ERROR(st);
+      SAKER_CUDA_RETURN_IF_ERROR(end);
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      SAKER_CUDA_RETURN_IF_ERROR(inst);
+      it = graphs_.emplace(s, exec).first;
+    }
+    SAKER_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(it->second, stream_));
+  } else {
+    SAKER_RETURN_IF_ERROR(enqueue_step(s, layout, program));
+  }
+
+  if (n_out <= head_rows_) {
+    SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return take_outputs(c, 0, n_out);
+  }
+  // More outputs than one head pass holds (prompt logits of a long prompt): slices, each copied out.
+  for (int64_t b = 0; b < n_out; b += head_rows_) {
+    const int64_t n = std::min(head_rows_, n_out - b);
+    SAKER_RETURN_IF_ERROR(program.head(b, n));
+    SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    SAKER_RETURN_IF_ERROR(take_outputs(c, b, n));
+  }
+  return {};
+}
+
+Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
+  const int64_t T = static_cast<int64_t>(r.tokens.size());
+  if (T == 0) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (r.attn->n_tokens() != T) {
+    return make_error(StatusCode::kInvalidArgument, "forward: {} tokens but attention metadata for {}", T,
+                      r.attn->n_tokens());
+  }
+  if (r.taps) {
+    return make_error(StatusCode::kUnsupported, "forward: the CUDA backend does not fill hidden-state taps");
+  }
+  for (int32_t t : r.tokens) {
+    if (t < 0 || t >= n_vocab_) {
+      return make_error(StatusCode::kInvalidArgument, "forward: token {} outside the vocabulary (0..{})", t,
+                        n_vocab_ - 1);
+    }
+  }
+  SAKER_ASSIGN_OR_RETURN(kv_, bind_kv(r.kv));
+  SAKER_RETURN_IF_ERROR(r.attn->validate(kv_.n_blocks, kv_.block_size));
+  Chunk whole{r.tokens, r.attn, r.output_rows, r.logits, r.argmax};
+  if (T <= max_tokens_) return run_chunk(whole, program);
+
+  // Split a long batch into chunks in batch order. Causal and tree queries only see keys written by earlier
+  // tokens, so chunk i sees everything it needs once chunks < i have run; a full (bidirectional) mask or a
+  // tree that straddles chunks cannot be split.
+  for (const AttentionSequence& q : r.attn->sequences) {
+    if (q.mask != AttentionMask::kCausal) {
+      return make_error(StatusCode::kInvalidArgument,
+                        "forward: a batch of {} tokens with a tree or full mask exceeds the CUDA batch size {}", T,
+                        max_tokens_);
+    }
+  }
+  for (int64_t b = 0; b < T; b += max_tokens_) {
+    const int64_t e = std::min(T, b + max_tokens_);
+    std::vector<int32_t> rows;
+    std::vector<int64_t> where;  // index into r.output_rows of each chunk output
+    for (size_t i = 0; i < r.output_rows.size(); ++i) {
+      const int32_t row = r.output_rows[i];
+      if (row >= b && row < e) {
+        rows.push_back(static_cast<int32_t>(row - b));
+        where.push_back(static_cast<int64_t>(i));
+      }
+    }
+    AttentionBatch sub = *r.attn;
+    sub.token_seq = r.attn->token_seq.subspan(b, e - b);
+    sub.token_slot = r.attn->token_slot.subspan(b, e - b);
+    sub.token_pos = r.attn->token_pos.subspan(b, e - b);
+    sub.token_parent = {};
+    std::vector<float> chunk_logits(r.logits ? rows.size() * n_vocab_ : 0);  // [chunk outputs, n_vocab]
+    std::vector<int32_t> chunk_ids(rows.size());                             // [chunk outputs]
+    const Chunk chunk{r.tokens.subspan(b, e - b), &sub, rows, r.logits ? chunk_logits.data() : nullptr,
+                      r.argmax ? chunk_ids.data() : nullptr};
+    SAKER_RETURN_IF_ERROR(run_chunk(chunk, program));
+    for (size_t i = 0; i < where.size(); ++i) {
+      if (r.logits) {
+        std::memcpy(r.logits + where[i] * n_vocab_, chunk_logits.data() + i * n_vocab_, n_vocab_ * sizeof(float));
+      }
+      if (r.argmax) r.argmax[where[i]] = chunk_ids[i];
+    }
+  }
+  return {};
+}
+
+Act CudaBackend::buffer(int id, int64_t rows) {
+  const int64_t cols = buffer_cols_[id];
+  return {buffers_[id], rows, cols, cols};
+}
+
+// Each head pass fills the logits buffer from its first row; take_outputs places the rows.
+Act CudaBackend::logits(int64_t, int64_t n) { return {logits_dev_, n, n_vocab_, n_vocab_}; }
+
+Status CudaBackend::embedding(const PreparedMatrix& table, float scale, const Act& out) {
+  const auto& m = static_cast<const Matrix&>(table);
+  return cuda::embedding(m.parts[0], cur_.tokens, out.rows, scale, out.data, stream_);
+}
+
+Status CudaBackend::rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) {
+  return cuda::rms_norm(x.data, static_cast<const Vector&>(w).data, out.data, x.rows, x.cols, eps, false, stream_);
+}
+
+Status CudaBackend::matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) {
+  const auto& m = static_cast<const Matrix&>(w);
+  for (size_t i = 0; i < m.parts.size(); ++i) {  // accumulate: the residual add in the epilogue
+    SAKER_RETURN_IF_ERROR(
+        cuda::matmul(*matmul_, m.parts[i], x.data, x.rows, out.data + m.column[i], out.stride, accumulate, stream_));
+  }
+  return {};
+}
+
+Status CudaBackend::add_row_bias(const Act& x, const PreparedVector& bias) {
+  return cuda::add_row_bias(x.data, static_cast<const Vector&>(bias).data, x.rows, x.cols, x.stride, stream_);
+}
+
+Status CudaBackend::add(const Act& a, const Act& b, const Act& out) {
+  return cuda::add_f32(a.data, b.data, out.data, out.rows * out.cols, stream_);
+}
+
+Status CudaBackend::qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
+                                          const PreparedVector* k_norm, float eps, const RopeSpec& spec, int layer) {
+  const int32_t* positions = cur_.batch.data + cur_.batch.layout.token_pos;
+  cuda::RopeConfig rope;
+  rope.neox = spec.style == ref::RopeStyle::kNeox;
+  rope.n_rot = static_cast<int32_t>(spec.n_rot);
+  rope.theta_base = static_cast<float>(spec.theta_base);
+  rope.freq_scale = static_cast<float>(spec.freq_scale);
+  rope.freq_factors = spec.freq_factors ? static_cast<const Vector*>(spec.freq_factors)->data : nullptr;
+  const float* qn = q_norm ? static_cast<const Vector*>(q_norm)->data : nullptr;
+  const float* kn = k_norm ? static_cast<const Vector*>(k_norm)->data : nullptr;
+  const auto n_head = static_cast<int32_t>(a.n_head), n_head_kv = static_cast<int32_t>(a.n_head_kv);
+  const auto head_dim = static_cast<int32_t>(a.head_dim);
+  if (!debug_env().cuda_unfused) {  // one launch: per-head norms, RoPE, K/V into the cache
+    return cuda::qk_norm_rope_kv_write(qkv.data, qkv.stride, n_head, n_head_kv, head_dim, qn, kn, eps, false,
+                                       positions, rope, kv_.k[layer], kv_.v[layer], cur_.batch, stream_);
+  }
+  float* q = qkv.data;                         // [T, n_head, head_dim] inside rows of qkv.stride
+  float* k = qkv.data + a.n_head * a.head_dim;  // [T, n_head_kv, head_dim]
+  const float* v = k + a.n_head_kv * a.head_dim;
+  SAKER_RETURN_IF_ERROR(
+      cuda::head_norm_rope(q, qkv.rows, qkv.stride, n_head, head_dim, qn, eps, false, positions, rope, stream_));
+  SAKER_RETURN_IF_ERROR(
+      cuda::head_norm_rope(k, qkv.rows, qkv.stride, n_head_kv, head_dim, kn, eps, false, positions, rope, stream_));
+  return cuda::kv_write(k, v, qkv.stride, kv_.k[layer], kv_.v[layer], cur_.batch, n_head_kv, head_dim, stream_);
+}
+
+Status CudaBackend::attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) {
+  cuda::AttentionLaunch launch = cur_.launch;
+  launch.scale = a.scale;
+  launch.soft_cap = a.soft_cap;
+  launch.sliding_window = a.sliding_window;
+  return cuda::attention(q.data, q.stride, kv_.k[layer], kv_.v[layer], cur_.batch, launch, out.data, attn_ws_,
+                         attn_ws_bytes_, stream_);
+}
+
+Status CudaBackend::swiglu(const Act& gate, const Act& up, const Act& out) {
+  return cuda::swiglu(gate.data, up.data, gate.stride, out.data, gate.rows, gate.cols, stream_);
+}
+
+Status CudaBackend::geglu_tanh(const Act& gate, const Act& up, const Act& out) {
+  return cuda::geglu_tanh(gate.data, up.data, gate.stride, out.data, gate.rows, gate.cols, stream_);
+}
+
+Status CudaBackend::gather_outputs(const Act& x, int64_t first, const Act& out) {
+  return cuda::gather_rows(x.data, cur_.rows + first, out.rows, out.cols, out.data, stream_);
+}
+
+Status CudaBackend::soft_cap(const Act& x, float cap) {
+  return cuda::soft_cap(x.data, x.rows * x.cols, cap, stream_);
+}
+
+Status CudaBackend::emit_outputs(const Act& logits, int64_t) {
+  const int64_t n = logits.rows;
+  if (cur_.want_argmax) {  // greedy: n ids cross the bus instead of [n, n_vocab] logits
+    SAKER_RETURN_IF_ERROR(cuda::argmax_rows(logits.data, n, logits.cols, argmax_dev_, stream_));
+    SAKER_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(argmax_host_, argmax_dev_, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  }
+  if (cur_.want_logits) {
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_host_, logits.data, n * logits.cols * sizeof(float),
+                                               cudaMemcpyDeviceToHost, stream_));
+  }
+  return {};
+}
+
+Status CudaBackend::copy_rows_to_host(const Act&, float*, int64_t) {
+  return make_error(StatusCode::kUnsupported, "forward: the CUDA backend does not fill hidden-state taps");
+}
+
+}  // namespace saker

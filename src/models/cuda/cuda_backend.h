@@ -1,0 +1,168 @@
+#pragma once
+// CudaBackend: the op surface (ops/backend.h) on one GPU, one per model: its stream, matmul context,
+// activation buffers, attention workspace and the pinned buffer the step inputs travel in.
+//
+// Weights are uploaded once (parts of one prepared matrix, q|k|v or gate|up, stacked into one device matrix
+// when their dtypes agree, so a layer reads its weights in as few launches as possible; otherwise each part
+// writes its columns of the same output row); vectors live as f32. KV memory is the caller's (a
+// CudaKvStorage of f16 pages); run_step reads and writes the device pointers of the views it is given.
+//
+// A step of up to 64 tokens (decode, speculative verify) runs the model's program eagerly the first time its
+// shape is seen (library kernels load lazily, which must not happen inside a capture), is captured in a CUDA
+// graph the second time, and replayed after that: the graph's first node copies the inputs from the pinned
+// buffer and its last ones copy the logits (or, for a greedy step, only each row's argmax id) back. The shape
+// key holds every KV pointer the graph bakes in. Larger batches run the program eagerly (cuBLASLt behind
+// matmul), split into max_batch_tokens chunks when longer than that (causal masks only).
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "models/cuda/device_memory.h"
+#include "models/model.h"
+#include "ops/backend.h"
+#include "ops/cuda/attention.h"
+#include "ops/cuda/matmul.h"
+
+namespace saker {
+
+class CudaBackend final : public OpBackend {
+ public:
+  static Result<std::unique_ptr<CudaBackend>> create(const OpsOptions& options);
+  ~CudaBackend() override;
+
+  Device device() const override { return Device::kCuda; }
+  DType kv_dtype() const override { return DType::kF16; }
+  Result<const PreparedMatrix*> prepare_matrix(std::span<const TensorView> parts, const std::string& name) override;
+  Result<const PreparedVector*> prepare_vector(std::span<const TensorView> parts) override;
+  Status reserve(std::span<const ActivationSpec> buffers, int64_t n_vocab, const AttentionSpec& attention) override;
+  Status run_step(const StepRequest& request, const StepProgram& program) override;
+
+  int64_t step_tokens() const override { return cur_.n_tokens; }
+  Act buffer(int id, int64_t rows) override;
+  Act logits(int64_t first, int64_t n) override;
+
+  Status embedding(const PreparedMatrix& table, float scale, const Act& out) override;
+  Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) override;
+  Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) override;
+  Status add_row_bias(const Act& x, const PreparedVector& bias) override;
+  Status add(const Act& a, const Act& b, const Act& out) override;
+  Status qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
+                               const PreparedVector* k_norm, float eps, const RopeSpec& rope, int layer) override;
+  Status attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) override;
+  Status swiglu(const Act& gate, const Act& up, const Act& out) override;
+  Status geglu_tanh(const Act& gate, const Act& up, const Act& out) override;
+  Status gather_outputs(const Act& x, int64_t first, const Act& out) override;
+  Status soft_cap(const Act& x, float cap) override;
+  Status emit_outputs(const Act& logits, int64_t first) override;
+  Status copy_rows_to_host(const Act& x, float* out, int64_t out_stride) override;
+  void trace(const Act&, const char*, int, int64_t) override {}  // device memory: no host trace
+
+ private:
+  // One matmul call per part, written side by side into one output row: q|k|v -> [T, q_dim + 2 kv_dim].
+  struct Matrix : PreparedMatrix {
+    std::vector<cuda::DeviceMatrix> parts;  // one when the dtypes agree
+    std::vector<int64_t> column;            // first output column of each part
+  };
+  struct Vector : PreparedVector {
+    float* data = nullptr;  // device [n] f32
+  };
+  // The device pointers of the caller's KV views (checked by bind_kv).
+  struct DeviceKv {
+    int64_t n_blocks = 0, block_size = 0;
+    std::vector<__half*> k, v;  // per layer [n_blocks, block_size, n_head_kv, head_dim]
+    // Every K then every V pointer: what a graph bakes in. Keying graphs by all of them (not by which storage
+    // object the views came from) keeps a replay correct when a storage goes and another one, of any layout,
+    // lands at the same addresses: equal pointers are all the graph needs.
+    std::vector<const void*> pointers;
+  };
+  // The launch-shape of a step: everything a captured graph bakes in.
+  struct StepShape {
+    int64_t n_tokens = 0, n_out = 0, n_seqs = 0, packed_total = 0, ctx_capacity = 0, block_size = 0;
+    bool want_logits = true, want_argmax = false;  // which copies the step's last nodes make
+    std::vector<const void*> kv;                   // DeviceKv::pointers
+    auto key() const {
+      return std::tie(n_tokens, n_out, n_seqs, packed_total, ctx_capacity, block_size, want_logits, want_argmax, kv);
+    }
+    bool operator<(const StepShape& o) const { return key() < o.key(); }
+  };
+  // One chunk of at most max_tokens_ tokens of a request.
+  struct Chunk {
+    std::span<const int32_t> tokens;
+    const AttentionBatch* attn = nullptr;
+    std::span<const int32_t> output_rows;
+    float* logits = nullptr;    // [n_out, n_vocab] host rows, or null
+    int32_t* argmax = nullptr;  // [n_out] host, or null
+  };
+  // What the ops of the running program read: the chunk's device inputs and launch shape.
+  struct Current {
+    int64_t n_tokens = 0;
+    bool want_logits = false, want_argmax = false;
+    const int32_t* tokens = nullptr;  // device [n_tokens]
+    const int32_t* rows = nullptr;    // device [n_out] output rows
+    cuda::DeviceAttentionBatch batch;
+    cuda::AttentionLaunch launch;
+  };
+
+  CudaBackend() = default;
+  // Checks that the views are f16 CUDA tensors of the reserved geometry and collects their pointers.
+  Result<DeviceKv> bind_kv(std::span<const LayerKv> kv) const;
+  // Waits for the stream and destroys every captured graph (before a buffer they reference is replaced).
+  Status drop_graphs();
+  // Notes that graphs may be captured for these KV pointers; past kMaxKvBindings distinct ones, the graphs and
+  // seen shapes of the least recently used go (its storage is likely gone, and graphs hold device memory).
+  Status touch_kv_binding(const std::vector<const void*>& kv);
+  // The attention launch shape of a step whose sequences fit ctx_capacity (scale, window: per layer).
+  cuda::AttentionLaunch attention_launch(int64_t ctx_capacity) const;
+  Status ensure_attention_workspace(size_t bytes);
+  Status ensure_input_capacity(int64_t n_int32);
+  // Packs the chunk's inputs, runs the program (graph or eager), copies its outputs out.
+  Status run_chunk(const Chunk& chunk, const StepProgram& program);
+  // Enqueues the program on stream_ (inputs already in the pinned buffer).
+  Status enqueue_step(const StepShape& shape, const cuda::PackedAttentionLayout& layout, const StepProgram& program);
+  // Copies what the last head pass left in the pinned buffers to the chunk's rows [first, first + n).
+  Status take_outputs(const Chunk& chunk, int64_t first, int64_t n) const;
+
+  OpsOptions options_;
+  DeviceMemory mem_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<cuda::MatmulContext> matmul_;
+  std::vector<std::unique_ptr<Matrix>> matrices_;
+  std::vector<std::unique_ptr<Vector>> vectors_;
+  uint64_t weight_bytes_ = 0;               // all matrices uploaded
+  int64_t max_n_in_ = 0, max_n_out_ = 0;    // of the prepared matrices: what the matmul scratch covers
+  AttentionSpec geometry_;                  // heads and head_dim of every layer
+  int64_t n_vocab_ = 0;
+
+  // Activations, sized for max_tokens_ rows (per-output ones for head_rows_).
+  int64_t max_tokens_ = 0;
+  int64_t head_rows_ = 0;  // output rows per head pass (logits buffer rows)
+  std::vector<float*> buffers_;
+  std::vector<int64_t> buffer_cols_;
+  float* logits_dev_ = nullptr;    // [head_rows, n_vocab]
+  int32_t* argmax_dev_ = nullptr;  // [head_rows]
+  void* attn_ws_ = nullptr;
+  size_t attn_ws_bytes_ = 0;
+
+  // Inputs: [tokens T][output rows n_out][packed attention batch], int32, pinned on the host and mirrored on
+  // the device.
+  int32_t* in_host_ = nullptr;
+  int32_t* in_dev_ = nullptr;
+  int64_t in_capacity_ = 0;        // int32 elements
+  float* logits_host_ = nullptr;   // pinned [head_rows, n_vocab]
+  int32_t* argmax_host_ = nullptr;  // pinned [head_rows]
+
+  std::mutex mutex_;  // one step at a time: the activations, the stream and the graphs are shared
+  DeviceKv kv_;       // the running step's KV
+  Current cur_;
+  std::map<StepShape, cudaGraphExec_t> graphs_;
+  std::map<std::vector<const void*>, uint64_t> kv_bindings_;  // KV pointers of seen shapes -> last use
+  uint64_t n_steps_ = 0;
+  std::set<StepShape> seen_shapes_;  // shapes run once eagerly; captured on their second step
+};
+
+}  // namespace saker

@@ -1,0 +1,135 @@
+#pragma once
+// OpBackend: the one op surface a model's forward is written against. A model binds its weights through it
+// once (prepare_matrix / prepare_vector), declares its activation buffers (reserve), and writes its forward
+// once as a StepProgram of op calls; cpu/CpuBackend runs the ops on host f32 buffers (ref/ and cpu/ kernels),
+// models/cuda/CudaBackend enqueues the cuda/ kernels on its stream and may capture the program in a CUDA
+// graph. A backend without a fused op composes it from simple ones so that its numbers stay its own.
+//
+// Activations are f32 rows in the backend's memory (host or device): an Act is a [rows, cols] window with a
+// row stride, so a column range of a wider buffer (q inside a fused q|k|v row) is an Act too.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "ops/attention_batch.h"
+#include "ops/layer_kv.h"
+#include "ops/ref/rope.h"
+
+namespace saker {
+
+struct Act {
+  float* data = nullptr;  // [rows, stride] of which the first cols columns are this window
+  int64_t rows = 0, cols = 0, stride = 0;
+  Act columns(int64_t first, int64_t n) const { return {data + first, rows, n, stride}; }
+  bool contiguous() const { return stride == cols; }
+};
+
+// A prepared weight matrix [n_out, n_in] (several host tensors stacked along n_out: q|k|v, gate|up) and a
+// prepared f32 vector (norm weights, biases, RoPE frequency factors). Owned by the backend that made them.
+class PreparedMatrix {
+ public:
+  virtual ~PreparedMatrix() = default;
+  int64_t n_out = 0, n_in = 0;
+};
+class PreparedVector {
+ public:
+  virtual ~PreparedVector() = default;
+  int64_t n = 0;
+};
+
+// Activation buffers a model declares once: cols floats per row, for every step token (rows = the step's
+// tokens) or for every output row of one head pass.
+struct ActivationSpec {
+  int64_t cols = 0;
+  bool per_output = false;
+};
+
+struct RopeSpec {
+  ref::RopeStyle style = ref::RopeStyle::kNeox;
+  int64_t n_rot = 0;  // 0: head_dim
+  double theta_base = 10000.0;
+  double freq_scale = 1.0;
+  const PreparedVector* freq_factors = nullptr;  // [n_rot / 2] or null
+};
+
+struct AttentionSpec {
+  int64_t n_head = 0, n_head_kv = 0, head_dim = 0;
+  float scale = 0.0f;          // 0: 1 / sqrt(head_dim)
+  float soft_cap = 0.0f;       // > 0: attention logits capped
+  int32_t sliding_window = 0;  // > 0: local layer
+};
+
+// What one forward asks of the backend (the model's ForwardBatch, less what only the model reads).
+struct StepRequest {
+  std::span<const int32_t> tokens;       // [n_tokens]
+  const AttentionBatch* attn = nullptr;  // per-token sequence, slot, position; per-sequence block tables
+  std::span<const int32_t> output_rows;  // [n_outputs]
+  std::span<const LayerKv> kv;           // [n_layer] views of KV storage on the backend's device
+  float* logits = nullptr;               // [n_outputs, n_vocab] host, or null
+  int32_t* argmax = nullptr;             // [n_outputs] host, or null
+  int64_t n_vocab = 0;
+  bool taps = false;                     // the program copies hidden states to the host (copy_rows_to_host)
+};
+
+// A forward written once: body() runs embedding and layers over the backend's current step (step_tokens()
+// rows); head(first, n) runs the output head for output rows [first, first + n) of the step. The backend
+// calls them (once, per chunk of a long batch, or in a captured graph) and copies the outputs out.
+struct StepProgram {
+  std::function<Status()> body;
+  std::function<Status(int64_t first, int64_t n)> head;
+};
+
+class OpBackend {
+ public:
+  virtual ~OpBackend() = default;
+  virtual Device device() const = 0;
+  virtual DType kv_dtype() const = 0;
+
+  // Weights. `name` appears in errors (a dtype the backend cannot multiply).
+  virtual Result<const PreparedMatrix*> prepare_matrix(std::span<const TensorView> parts, const std::string& name) = 0;
+  virtual Result<const PreparedVector*> prepare_vector(std::span<const TensorView> parts) = 0;
+  // After the weights: the activation buffers (ids = positions in `buffers`), the logits width and the
+  // attention geometry (heads, head_dim) the backend's attention scratch is sized for.
+  virtual Status reserve(std::span<const ActivationSpec> buffers, int64_t n_vocab, const AttentionSpec& attention) = 0;
+
+  // One forward: checks the request, then runs the program (see StepProgram).
+  virtual Status run_step(const StepRequest& request, const StepProgram& program) = 0;
+
+  // Inside a program.
+  virtual int64_t step_tokens() const = 0;
+  virtual Act buffer(int id, int64_t rows) = 0;
+  // The head's logits rows for outputs [first, first + n).
+  virtual Act logits(int64_t first, int64_t n) = 0;
+
+  // Ops. Row counts come from the Acts; every op over the step's tokens reads the step's inputs.
+  virtual Status embedding(const PreparedMatrix& table, float scale, const Act& out) = 0;  // out [T, n_embd]
+  virtual Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) = 0;
+  // out (+)= x W^T: x [rows, n_in] contiguous, out [rows, n_out]; accumulate adds to out (the residual).
+  virtual Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) = 0;
+  virtual Status add_row_bias(const Act& x, const PreparedVector& bias) = 0;  // x [rows, n] += bias [n]
+  virtual Status add(const Act& a, const Act& b, const Act& out) = 0;          // contiguous, same shape
+  // qkv [T, (n_head + 2 n_head_kv) head_dim]: optional per-head RMSNorm of q and k (norms null: none), RoPE of
+  // q and k at the step's positions, then k and v into layer `layer`'s KV pages at the step's slots.
+  virtual Status qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
+                                       const PreparedVector* k_norm, float eps, const RopeSpec& rope, int layer) = 0;
+  // q [T, n_head head_dim] (rows may be strided), out [T, n_head head_dim] contiguous.
+  virtual Status attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) = 0;
+  // out [T, n] = act(gate) * up; gate, up [T, n] with the same stride (halves of one gate|up row).
+  virtual Status swiglu(const Act& gate, const Act& up, const Act& out) = 0;
+  virtual Status geglu_tanh(const Act& gate, const Act& up, const Act& out) = 0;
+  // out [n, cols] = x rows output_rows[first .. first + n).
+  virtual Status gather_outputs(const Act& x, int64_t first, const Act& out) = 0;
+  virtual Status soft_cap(const Act& x, float cap) = 0;
+  // The head's last op: argmax ids of logits(first, n) (when asked) and the copies out.
+  virtual Status emit_outputs(const Act& logits, int64_t first) = 0;
+  // Hidden-state taps: x [T, n] rows to host out + t * out_stride (kUnsupported where x is not host memory).
+  virtual Status copy_rows_to_host(const Act& x, float* out, int64_t out_stride) = 0;
+  // The trace hook (core/trace.h) on a host backend; heads > 0 views x as [rows, heads, cols / heads].
+  virtual void trace(const Act& x, const char* name, int layer = -1, int64_t heads = 0) = 0;
+};
+
+}  // namespace saker
