@@ -193,24 +193,9 @@ void Engine::postprocess(StepOutput& out) {
       over.push_back(&s);
       continue;
     }
-    int32_t id = 0;
     std::span<const float> raw;
-    if (out.have_logits) {
-      std::span<float> row = out.row(g.output);
-      if (s.options.top_logprobs >= 0) {
-        raw_.assign(row.begin(), row.end());  // the sampler edits the row in place
-        raw = raw_;
-      }
-      id = s.sampler.sample(row, s.tokens);
-    } else {
-      id = out.ids[g.output];
-    }
-    s.last_token_at = now;
-    if (!s.output.push(id, raw)) {
-      over.push_back(&s);
-      continue;
-    }
-    s.tokens.push_back(id);
+    const int32_t id = out.have_logits ? sample_row(s, out.row(g.output), &raw) : out.ids[g.output];
+    if (!accept_token(s, id, raw, now)) over.push_back(&s);
   }
   batch_.clear();
   for (Sequence* s : over) {
@@ -219,6 +204,22 @@ void Engine::postprocess(StepOutput& out) {
     GenerateResult r = owned->result;
     finish(std::move(owned), std::move(r));
   }
+}
+
+int32_t Engine::sample_row(Sequence& s, std::span<float> row, std::span<const float>* raw) {
+  *raw = {};
+  if (s.options.top_logprobs >= 0) {  // the sampler edits the row in place; logprobs read it as it came
+    raw_.assign(row.begin(), row.end());
+    *raw = raw_;
+  }
+  return s.sampler.sample(row, s.tokens);
+}
+
+bool Engine::accept_token(Sequence& s, int32_t id, std::span<const float> raw, Sequence::Clock::time_point now) {
+  s.last_token_at = now;
+  if (!s.output.push(id, raw)) return false;
+  s.tokens.push_back(id);
+  return true;
 }
 
 Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
@@ -235,19 +236,12 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   const auto now = Sequence::Clock::now();
   for (;;) {
     const int32_t cur = path.back();
-    std::span<float> row = out.row(g.output + cur);
     std::span<const float> raw;
-    if (s.options.top_logprobs >= 0) {
-      raw_.assign(row.begin(), row.end());
-      raw = raw_;
-    }
-    const int32_t id = s.sampler.sample(row, s.tokens);
-    s.last_token_at = now;
-    if (!s.output.push(id, raw)) {
+    const int32_t id = sample_row(s, out.row(g.output + cur), &raw);
+    if (!accept_token(s, id, raw, now)) {
       going = false;
       break;
     }
-    s.tokens.push_back(id);
     const auto& kids = children[cur];
     const auto child = std::find_if(kids.begin(), kids.end(), [&](int32_t c) { return token_of(c) == id; });
     if (child == kids.end()) break;

@@ -92,6 +92,12 @@ class Engine {
   void loop();
   // After a forward: advance, commit and decide every segment's sequence; retire the finished.
   void postprocess(StepOutput& out);
+  // The sequence's next token from a logits row, through its own Sampler; *raw: the row before the sampler
+  // edited it when logprobs are asked for, else empty.
+  int32_t sample_row(Sequence& s, std::span<float> row, std::span<const float>* raw);
+  // A decided token through the sequence's output stage; it joins the history unless the generation is over
+  // (then false).
+  bool accept_token(Sequence& s, int32_t id, std::span<const float> raw, Sequence::Clock::time_point now);
   // A speculative segment: walks the draft tree with the sequence's sampler, moves the accepted rows' K/V to
   // consecutive slots and feeds their taps to the proposer. Returns false when the sequence is over.
   Result<bool> verify(const BatchSegment& g, StepOutput& out);
