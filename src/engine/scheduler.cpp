@@ -77,11 +77,8 @@ void Scheduler::append_tree(Batch* batch, Sequence* seq) {
 }
 
 void Scheduler::preempt_newest() {
-  auto newest = std::max_element(running_.begin(), running_.end(), [](const auto& a, const auto& b) {
-    return a->admitted_order < b->admitted_order;
-  });
-  std::unique_ptr<Sequence> s = std::move(*newest);
-  running_.erase(newest);
+  std::unique_ptr<Sequence> s = std::move(running_.back());  // running_ is in admission order
+  running_.pop_back();
   pool_.release(&s->pages);
   s->n_cached = 0;
   s->state = SequenceState::kWaiting;
@@ -158,9 +155,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
       }
       bool preempted_self = false;
       while (!pool_.reserve(&s->pages, s->n_cached + 1).ok()) {
-        const bool self_newest = std::all_of(running_.begin(), running_.end(), [&](const auto& o) {
-          return o->admitted_order <= s->admitted_order;
-        });
+        const bool self_newest = running_.back().get() == s;
         preempt_newest();
         if (self_newest) {
           preempted_self = true;
@@ -222,7 +217,11 @@ Status Scheduler::validate() const {
   SAKER_RETURN_IF_ERROR(pool_.validate());
   std::vector<int32_t> owners(pool_.n_pages(), 0);
   const int64_t pt = pool_.page_tokens();
-  for (const auto& s : running_) {
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const auto& s = running_[i];
+    if (i > 0 && running_[i - 1]->admitted_order >= s->admitted_order) {
+      return make_error(StatusCode::kInternal, "running sequences are out of admission order at {}", i);
+    }
     if (static_cast<int64_t>(s->pages.size()) * pt < s->n_cached) {
       return make_error(StatusCode::kInternal, "sequence {} caches {} tokens in {} pages", s->id, s->n_cached,
                         s->pages.size());
