@@ -51,10 +51,7 @@ Status KvCache::copy_slots(std::span<const int32_t> block_table, std::span<const
 }
 
 Status KvCache::read_page(int32_t page, void* host) const {
-  if (page < 0 || page >= config_.n_blocks) {
-    return make_error(StatusCode::kOutOfRange, "read_page: page {} outside the cache's {}", page, config_.n_blocks);
-  }
-  if (host == nullptr) return make_error(StatusCode::kInvalidArgument, "read_page: no host buffer");
+  SAKER_RETURN_IF_ERROR(check_page(config_, page, host, "read_page"));
   const uint64_t n = tensor_page_bytes();
   auto* out = static_cast<uint8_t*>(host);
   for (size_t t = 0; t < buffers_.size(); ++t) std::memcpy(out + t * n, buffers_[t].as<uint8_t>() + page * n, n);
@@ -62,10 +59,7 @@ Status KvCache::read_page(int32_t page, void* host) const {
 }
 
 Status KvCache::write_page(int32_t page, const void* host) {
-  if (page < 0 || page >= config_.n_blocks) {
-    return make_error(StatusCode::kOutOfRange, "write_page: page {} outside the cache's {}", page, config_.n_blocks);
-  }
-  if (host == nullptr) return make_error(StatusCode::kInvalidArgument, "write_page: no host buffer");
+  SAKER_RETURN_IF_ERROR(check_page(config_, page, host, "write_page"));
   const uint64_t n = tensor_page_bytes();
   const auto* in = static_cast<const uint8_t*>(host);
   for (size_t t = 0; t < buffers_.size(); ++t) std::memcpy(buffers_[t].as<uint8_t>() + page * n, in + t * n, n);

@@ -54,6 +54,14 @@ uint64_t kv_row_bytes(const KvCacheConfig& c) {
   return static_cast<uint64_t>(c.n_head_kv * c.head_dim) * traits(c.dtype).block_bytes;
 }
 
+Status check_page(const KvCacheConfig& c, int32_t page, const void* host, const char* what) {
+  if (page < 0 || page >= c.n_blocks) {
+    return make_error(StatusCode::kOutOfRange, "{}: page {} outside the cache's {}", what, page, c.n_blocks);
+  }
+  if (host == nullptr) return make_error(StatusCode::kInvalidArgument, "{}: no host buffer", what);
+  return {};
+}
+
 uint64_t KvStorage::page_bytes() const {
   const KvCacheConfig& c = config();
   return 2 * static_cast<uint64_t>(c.n_layer * c.block_size) * kv_row_bytes(c);

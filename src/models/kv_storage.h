@@ -31,6 +31,8 @@ Status check_copy_slots(const KvCacheConfig& config, std::span<const int32_t> bl
                         std::span<const int32_t> from, std::span<const int32_t> to);
 // Bytes of one slot's row of one layer's K (or V): n_head_kv * head_dim elements.
 uint64_t kv_row_bytes(const KvCacheConfig& config);
+// read_page / write_page arguments (`what` names the call in the error).
+Status check_page(const KvCacheConfig& config, int32_t page, const void* host, const char* what);
 
 class KvStorage {
  public:

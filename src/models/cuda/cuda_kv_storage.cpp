@@ -90,10 +90,7 @@ Status CudaKvStorage::copy_slots(std::span<const int32_t> block_table, std::span
 }
 
 Status CudaKvStorage::read_page(int32_t page, void* host) const {
-  if (page < 0 || page >= config_.n_blocks) {
-    return make_error(StatusCode::kOutOfRange, "read_page: page {} outside the cache's {}", page, config_.n_blocks);
-  }
-  if (host == nullptr) return make_error(StatusCode::kInvalidArgument, "read_page: no host buffer");
+  SAKER_RETURN_IF_ERROR(check_page(config_, page, host, "read_page"));
   const uint64_t n = tensor_page_bytes();
   SAKER_RETURN_IF_ERROR(copy_tensors(host, n, static_cast<const uint8_t*>(base_) + page * n, stride_, n,
                                      cudaMemcpyDeviceToHost));
@@ -102,10 +99,7 @@ Status CudaKvStorage::read_page(int32_t page, void* host) const {
 }
 
 Status CudaKvStorage::write_page(int32_t page, const void* host) {
-  if (page < 0 || page >= config_.n_blocks) {
-    return make_error(StatusCode::kOutOfRange, "write_page: page {} outside the cache's {}", page, config_.n_blocks);
-  }
-  if (host == nullptr) return make_error(StatusCode::kInvalidArgument, "write_page: no host buffer");
+  SAKER_RETURN_IF_ERROR(check_page(config_, page, host, "write_page"));
   const uint64_t n = tensor_page_bytes();
   SAKER_RETURN_IF_ERROR(copy_tensors(static_cast<uint8_t*>(base_) + page * n, stride_, host, n, n,
                                      cudaMemcpyHostToDevice));
