@@ -118,13 +118,18 @@ Result<std::vector<double>> time_runs(int warmup, int reps, F&& run) {
 
 int run_engine(const BenchArgs& a);
 
-int run(const BenchArgs& a) {
-  if (a.reps < 1) return fail("--reps must be >= 1");
-  if (!a.engine.concurrency.empty() || a.prefix_reuse > 0) return run_engine(a);
+// The model on the asked device, with the bench's batch size and graph switch.
+Result<LoadedModel> load_bench_model(const BenchArgs& a) {
   OpsOptions ops;
   ops.max_batch_tokens = a.batch_tokens;
   ops.cuda_graphs = !a.no_graphs;
-  auto loaded = load_model_on(a.model, ops, a.device);
+  return load_model_on(a.model, ops, a.device);
+}
+
+int run(const BenchArgs& a) {
+  if (a.reps < 1) return fail("--reps must be >= 1");
+  if (!a.engine.concurrency.empty() || a.prefix_reuse > 0) return run_engine(a);
+  auto loaded = load_bench_model(a);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   Model& model = *loaded->model;
   const ModelHParams& h = model.hparams();
@@ -243,10 +248,7 @@ int run_engine(const BenchArgs& a) {
   if (!e.concurrency.empty()) {
     if (auto st = check_engine_bench_args(e); !st.ok()) return fail(st.message());
   }
-  OpsOptions ops;
-  ops.max_batch_tokens = a.batch_tokens;
-  ops.cuda_graphs = !a.no_graphs;
-  auto loaded = load_model_on(a.model, ops, a.device);
+  auto loaded = load_bench_model(a);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   Model& model = *loaded->model;
   fmt::print(stderr, "bench: {} on {} | {} | engine: prompt {} + gen {} tokens per request, concurrency {}\n", a.model,
