@@ -50,7 +50,9 @@ GgufWriter qwen2_gguf(int64_t n_vocab, bool with_output) {
   w.set("qwen2.attention.layer_norm_rms_epsilon", GgufValue::from_f32(1e-6f));
   auto zeros = [](uint8_t*) {};
   EXPECT_TRUE(w.add_tensor_generated("token_embd.weight", DType::kF32, {n_vocab, 896}, zeros).ok());
-  if (with_output) EXPECT_TRUE(w.add_tensor_generated("output.weight", DType::kF32, {n_vocab, 896}, zeros).ok());
+  if (with_output) {
+    EXPECT_TRUE(w.add_tensor_generated("output.weight", DType::kF32, {n_vocab, 896}, zeros).ok());
+  }
   return w;
 }
 
