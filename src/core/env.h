@@ -6,7 +6,8 @@
 //   SAKER_TRACE_DIR   folder the trace hook writes tensors to (default: print summaries to stderr)
 //   SAKER_NUM_THREADS default size of the global thread pool
 //   SAKER_CUDA_MATMUL "simple": every CUDA matmul runs the simple reference kernel; "fma": no tensor-core
-//                     kernel for 2-64 rows (to bisect kernel bugs)
+//                     kernel for 2-64 rows (to bisect kernel bugs);
+//                     "q8narrow": the dp4a decode kernel keeps one output row per warp at 4-8 rows
 //   SAKER_CUDA_UNFUSED "1": the CUDA decoder runs q/k norm + RoPE + KV write as three ops instead of one
 //   SAKER_CACHE_DIR   folder `saker pull` keeps models in (default $XDG_CACHE_HOME/saker or ~/.cache/saker)
 //   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)

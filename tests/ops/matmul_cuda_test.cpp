@@ -249,6 +249,42 @@ TEST(CudaMatmul, DecodeRowsInt8ActivationsMatchRef) {
   }
 }
 
+// Width invariance of the dp4a decode kernels: a row's output is bit-identical whether it is multiplied alone
+// or with 1-7 other rows (row tiles R = 1, 2, 4, 8; one or two output rows per warp; odd n_out for a last warp
+// with one row). The engine's batched greedy output equals a lone run only if this holds.
+TEST(CudaMatmul, Int8ActivationRowsAreWidthInvariant) {
+  SAKER_REQUIRE_GPU();
+  constexpr int64_t kRows = 8, kOut = 301, kIn = 2048;
+  auto ctx = cuda::MatmulContext::create(kRows, kIn, kOut);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 1700;
+  for (DType type : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const std::vector<uint8_t> w = make_weights(type, kOut, kIn, seed++);
+    const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(w.data()), type, {kOut, kIn});
+    auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
+    ASSERT_TRUE(dm.ok()) << dm.status().message();
+    const std::vector<float> x = random_floats(static_cast<size_t>(kRows * kIn), seed++);
+    testing::DeviceArray<float> dx(x), dout(std::vector<float>(static_cast<size_t>(kRows * kOut), 0.0f));
+    auto run = [&](int64_t first, int64_t rows) {
+      EXPECT_TRUE(cuda::matmul(**ctx, *dm, dx.get() + first * kIn, rows, dout.get(), kOut, false, nullptr).ok());
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<float> all = dout.to_host();
+      all.resize(static_cast<size_t>(rows * kOut));
+      return all;
+    };
+    std::vector<std::vector<float>> alone;
+    for (int64_t t = 0; t < kRows; ++t) alone.push_back(run(t, 1));
+    for (int64_t rows = 2; rows <= kRows; ++rows) {
+      const std::vector<float> got = run(0, rows);
+      for (int64_t t = 0; t < rows; ++t) {
+        EXPECT_EQ(0, std::memcmp(got.data() + t * kOut, alone[t].data(), sizeof(float) * kOut))
+            << dtype_name(type) << ": row " << t << " of " << rows << " differs from the row alone";
+      }
+    }
+    cuda::free_matrix(&*dm);
+  }
+}
+
 TEST(CudaMatmul, SimpleKernelMatchesRef) {
   SAKER_REQUIRE_GPU();
   auto ctx = cuda::MatmulContext::create(64, 512, 64);

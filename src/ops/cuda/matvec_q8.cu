@@ -1,10 +1,14 @@
 // Decode path (1-8 token rows) for Q4_K, Q5_K and Q6_K weights with int8 activations (q8_dot.h):
 //   1. quantize_x_q8: x [rows, n_in] f32 -> int8 codes + per-32-element (scale, sum) in the context's scratch;
-//   2. matvec_q8_kernel: one warp per output row; lane k takes units k, k + 32, ... of the row (eight 16-byte
-//      Q4_K code runs per 256-element block, so a warp's weight loads are contiguous), unpacks the codes into
-//      int32 words and dots them with the int8 x by __dp4a; R activation rows share each weight load.
+//   2. matvec_q8_kernel: one warp per output row (two from 4 rows on); lane k takes units k, k + 32, ... of the
+//      row (eight 16-byte Q4_K code runs per 256-element block, so a warp's weight loads are contiguous),
+//      unpacks the codes into int32 words and dots them with the int8 x by __dp4a; R activation rows share
+//      each weight load, and a warp's two output rows share each x load.
 // x costs 1 byte per element instead of 4 from L1, which bounded the f32 FMA kernels well below DRAM speed.
+#include <cstring>
 #include <type_traits>
+
+#include "core/env.h"
 
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/matmul_internal.cuh"
@@ -41,28 +45,32 @@ template <>
 struct Q8Fmt<DType::kQ4_K> {
   static constexpr int kBlockBytes = 144;
   __device__ __forceinline__ static q8::Q4KUnit load(const uint8_t* blk, int u) { return q8::q4k_load(blk, u); }
-  __device__ __forceinline__ static float dot(const q8::Q4KUnit& w, const int8_t* xb, const q8::XBlock* xs) {
-    return q8::q4k_dot(w, xb, xs);
+  __device__ __forceinline__ static q8::Q4KX xload(const int8_t* xb, const q8::XBlock* xs, int u) {
+    return q8::q4k_xload(xb, xs, u);
   }
+  __device__ __forceinline__ static float dot(const q8::Q4KUnit& w, const q8::Q4KX& x) { return q8::q4k_dot(w, x); }
 };
 template <>
-struct Q8Fmt<DType::kQ5_K> {
+struct Q8Fmt<DType::kQ5_K> : Q8Fmt<DType::kQ4_K> {
   static constexpr int kBlockBytes = 176;
   __device__ __forceinline__ static q8::Q4KUnit load(const uint8_t* blk, int u) { return q8::q5k_load(blk, u); }
-  __device__ __forceinline__ static float dot(const q8::Q4KUnit& w, const int8_t* xb, const q8::XBlock* xs) {
-    return q8::q4k_dot(w, xb, xs);
-  }
 };
 template <>
 struct Q8Fmt<DType::kQ6_K> {
   static constexpr int kBlockBytes = 210;
   __device__ __forceinline__ static q8::Q6KUnit load(const uint8_t* blk, int u) { return q8::q6k_load(blk, u); }
-  __device__ __forceinline__ static float dot(const q8::Q6KUnit& w, const int8_t* xb, const q8::XBlock* xs) {
-    return q8::q6k_dot(w, xb, xs);
+  __device__ __forceinline__ static q8::Q6KX xload(const int8_t* xb, const q8::XBlock* xs, int u) {
+    return q8::q6k_xload(xb, xs, u);
   }
+  __device__ __forceinline__ static float dot(const q8::Q6KUnit& w, const q8::Q6KX& x) { return q8::q6k_dot(w, x); }
 };
 
-template <DType T, int R>
+// One warp per NO consecutive output rows, R activation rows. Each lane walks units lane, lane + 32, ...:
+// for each unit it loads the NO weight units and, per activation row, the x side once, dotted with all NO.
+// NO > 1 is for R >= 4: there the x loads (48 bytes of L1 per unit and row against 18 bytes of weights from
+// DRAM) would bound one output row per warp by L1 bandwidth. Each output's sum runs over the same units in
+// the same order for every R and NO, so a row's result does not depend on how many rows share the call.
+template <DType T, int R, int NO>
 __global__ void __launch_bounds__(kQ8Warps * 32)
     matvec_q8_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes] GGUF blocks
                      int64_t row_bytes, int64_t n_out,
@@ -72,55 +80,76 @@ __global__ void __launch_bounds__(kQ8Warps * 32)
                      int64_t n_in, int rows,
                      float* __restrict__ out, int64_t out_stride, int accumulate) {
   using F = Q8Fmt<T>;
+  using WUnit = decltype(F::load(w, 0));
   const int lane = threadIdx.x & 31;
-  const int64_t o = static_cast<int64_t>(blockIdx.x) * kQ8Warps + (threadIdx.x >> 5);
-  if (o >= n_out) return;  // whole warp leaves together
-  const uint8_t* wrow = w + o * row_bytes;
-  const int64_t n_xb = n_in / 32;
-  float acc[R];
+  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kQ8Warps + (threadIdx.x >> 5)) * NO;
+  if (o0 >= n_out) return;  // whole warp leaves together
+  // A last warp past n_out re-reads row n_out - 1 for its missing rows and writes none of them.
+  const uint8_t* wrow[NO];
 #pragma unroll
-  for (int t = 0; t < R; ++t) acc[t] = 0.0f;
+  for (int j = 0; j < NO; ++j) wrow[j] = w + (o0 + j < n_out ? o0 + j : n_out - 1) * row_bytes;
+  const int64_t n_xb = n_in / 32;
+  float acc[NO][R];
+#pragma unroll
+  for (int j = 0; j < NO; ++j) {
+#pragma unroll
+    for (int t = 0; t < R; ++t) acc[j][t] = 0.0f;
+  }
   // All R activation rows are computed without a check against `rows`: the scratch holds at least
   // kQ8MaxRows rows (zeroed at creation), and results of rows >= `rows` are never written. A guard here would
   // keep the compiler from hoisting the x loads.
   // Batches of U units per lane whose loads are all issued before any of their arithmetic (every unit of a
   // batch is in range, so there is no branch between the loads), then the remaining units one at a time.
-  constexpr int U = R <= 2 ? 4 : 2;
+  constexpr int U = NO > 1 ? 1 : (R <= 2 ? 4 : 2);
+  auto step = [&](const WUnit (&wu)[NO], int uk) {
+    const int64_t b = uk >> 3;
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      const auto xu = F::xload(xq + t * n_in + b * 256, xs + t * n_xb + b * 8, uk & 7);
+#pragma unroll
+      for (int j = 0; j < NO; ++j) acc[j][t] += F::dot(wu[j], xu);
+    }
+  };
   int u = lane;
   for (; u + 32 * (U - 1) < n_units; u += 32 * U) {
-    decltype(F::load(wrow, 0)) wu[U];
+    WUnit wu[U][NO];
 #pragma unroll
     for (int k = 0; k < U; ++k) {
       const int uk = u + 32 * k;
-      wu[k] = F::load(wrow + static_cast<int64_t>(uk >> 3) * F::kBlockBytes, uk & 7);
+#pragma unroll
+      for (int j = 0; j < NO; ++j) wu[k][j] = F::load(wrow[j] + static_cast<int64_t>(uk >> 3) * F::kBlockBytes, uk & 7);
     }
 #pragma unroll
-    for (int k = 0; k < U; ++k) {
-      const int64_t b = (u + 32 * k) >> 3;
+    for (int k = 0; k < U; ++k) step(wu[k], u + 32 * k);
+  }
+  for (; u < n_units; u += 32) {
+    WUnit wu[NO];
 #pragma unroll
-      for (int t = 0; t < R; ++t) {
-        acc[t] += F::dot(wu[k], xq + t * n_in + b * 256, xs + t * n_xb + b * 8);
+    for (int j = 0; j < NO; ++j) wu[j] = F::load(wrow[j] + static_cast<int64_t>(u >> 3) * F::kBlockBytes, u & 7);
+    step(wu, u);
+  }
+#pragma unroll
+  for (int j = 0; j < NO; ++j) {
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      float s = acc[j][t];
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, off);
+      if (lane == 0 && t < rows && o0 + j < n_out) {
+        float* p = out + t * out_stride + o0 + j;
+        *p = accumulate ? *p + s : s;
       }
     }
   }
-  for (; u < n_units; u += 32) {
-    const int64_t b = u >> 3;
-    const auto wu = F::load(wrow + b * F::kBlockBytes, u & 7);
-#pragma unroll
-    for (int t = 0; t < R; ++t) {
-      acc[t] += F::dot(wu, xq + t * n_in + b * 256, xs + t * n_xb + b * 8);
-    }
-  }
-#pragma unroll
-  for (int t = 0; t < R; ++t) {
-    float s = acc[t];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, off);
-    if (lane == 0 && t < rows) {
-      float* p = out + t * out_stride + o;
-      *p = accumulate ? *p + s : s;
-    }
-  }
+}
+
+// SAKER_CUDA_MATMUL=q8narrow: one output row per warp at every row count (to measure what NO > 1 buys).
+bool q8_narrow() {
+  static const bool narrow = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "q8narrow") == 0;
+  }();
+  return narrow;
 }
 
 template <DType T>
@@ -129,19 +158,26 @@ Status launch_for(const DeviceMatrix& w, const int8_t* xq, const q8::XBlock* xs,
   const auto* wp = static_cast<const uint8_t*>(w.data);
   const int64_t rb = matrix_row_bytes(w);
   const int n_units = static_cast<int>(w.n_in / 256 * 8);
-  const int64_t blocks = (w.n_out + kQ8Warps - 1) / kQ8Warps;
-  if (blocks > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-  auto launch = [&](auto tile) -> Status {
-    constexpr int R = decltype(tile)::value;
-    matvec_q8_kernel<T, R><<<static_cast<unsigned>(blocks), kQ8Warps * 32, 0, stream>>>(
+  auto launch = [&](auto tile, auto outputs_per_warp) -> Status {
+    constexpr int R = decltype(tile)::value, NO = decltype(outputs_per_warp)::value;
+    const int64_t rows_per_block = int64_t{kQ8Warps} * NO;
+    const int64_t blocks = (w.n_out + rows_per_block - 1) / rows_per_block;
+    if (blocks > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
+    matvec_q8_kernel<T, R, NO><<<static_cast<unsigned>(blocks), kQ8Warps * 32, 0, stream>>>(
         wp, rb, w.n_out, n_units, xq, xs, w.n_in, static_cast<int>(rows), out, out_stride, accumulate ? 1 : 0);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };
-  if (rows == 1) return launch(std::integral_constant<int, 1>{});
-  if (rows == 2) return launch(std::integral_constant<int, 2>{});
-  if (rows <= 4) return launch(std::integral_constant<int, 4>{});
-  return launch(std::integral_constant<int, 8>{});
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  if (rows == 1) return launch(One{}, One{});
+  if (rows == 2) return launch(Two{}, One{});
+  if (q8_narrow()) {
+    if (rows <= 4) return launch(std::integral_constant<int, 4>{}, One{});
+    return launch(std::integral_constant<int, 8>{}, One{});
+  }
+  if (rows <= 4) return launch(std::integral_constant<int, 4>{}, Two{});
+  return launch(std::integral_constant<int, 8>{}, Two{});
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 //   Q4_K unit: d * (sc1 * xd1 * sum(q_lo * xq) + sc2 * xd2 * sum(q_hi * xq)) - dmin * (m1 * xs1 + m2 * xs2)
 //   Q6_K unit: d * sum_r sc_r * xd_r * sum((q - 32) * xq)
 //
-// A weight unit is loaded and unpacked once (q4k_load / q6k_load) and dotted with R activation rows. The
+// A weight unit is loaded and unpacked once (q4k_load / q6k_load) and dotted with R activation rows; the x side
+// of a unit (q4k_xload / q6k_xload) is loaded once and dotted with the units of several output rows. The
 // functions are __host__ __device__ with a host __dp4a, so the unit tests run the kernel's exact arithmetic.
 #include <cmath>
 #include <cstdint>
@@ -111,24 +112,41 @@ SAKER_UNROLL
   return w;
 }
 
-// xb: the 256 int8 codes of x under this weight block (16-byte aligned); xs: its 8 XBlocks.
+// The x side of a Q4_K / Q5_K unit's dot: the 32 codes under its low and high nibbles and their two
+// XBlocks. Loaded once per unit position and dotted with the units of several output rows (matvec_q8.cu).
+struct Q4KX {
+  Bytes16 xl, xh;
+  XBlock a, b;
+};
+
+// xb: the 256 int8 codes of x under this weight block (16-byte aligned); xs: its 8 XBlocks; u: the unit (0..7).
+SAKER_HD Q4KX q4k_xload(const int8_t* xb, const XBlock* xs, int u) {
+  const int c = u >> 1, half = u & 1;
+  const auto* xp = reinterpret_cast<const uint8_t*>(xb) + 64 * c + 16 * half;
+  Q4KX x;
+  x.xl = blocks::ld16(xp);
+  x.xh = blocks::ld16(xp + 32);
+  x.a = ld_xblock(xs + 2 * c);
+  x.b = ld_xblock(xs + 2 * c + 1);
+  return x;
+}
+
 // The min term covers a whole 32-element sub-block, so only the even unit of each pair applies it.
-SAKER_HD float q4k_dot(const Q4KUnit& w, const int8_t* xb, const XBlock* xs) {
-  const auto* xp = reinterpret_cast<const uint8_t*>(xb) + 64 * w.c + 16 * w.half;
-  const Bytes16 xl = blocks::ld16(xp);
-  const Bytes16 xh = blocks::ld16(xp + 32);
+SAKER_HD float q4k_dot(const Q4KUnit& w, const Q4KX& x) {
   int s1 = 0, s2 = 0;
 SAKER_UNROLL
   for (int k = 0; k < 4; ++k) {
-    s1 = dp4a(w.lo[k], xl.w[k], s1);
-    s2 = dp4a(w.hi[k], xh.w[k], s2);
+    s1 = dp4a(w.lo[k], x.xl.w[k], s1);
+    s2 = dp4a(w.hi[k], x.xh.w[k], s2);
   }
-  const XBlock a = ld_xblock(xs + 2 * w.c);
-  const XBlock b = ld_xblock(xs + 2 * w.c + 1);
-  float r = w.d * (static_cast<float>(w.sc1) * a.d * static_cast<float>(s1) +
-                   static_cast<float>(w.sc2) * b.d * static_cast<float>(s2));
-  if (w.half == 0) r -= w.dmin * (static_cast<float>(w.m1) * a.sum + static_cast<float>(w.m2) * b.sum);
+  float r = w.d * (static_cast<float>(w.sc1) * x.a.d * static_cast<float>(s1) +
+                   static_cast<float>(w.sc2) * x.b.d * static_cast<float>(s2));
+  if (w.half == 0) r -= w.dmin * (static_cast<float>(w.m1) * x.a.sum + static_cast<float>(w.m2) * x.b.sum);
   return r;
+}
+
+SAKER_HD float q4k_dot(const Q4KUnit& w, const int8_t* xb, const XBlock* xs) {
+  return q4k_dot(w, q4k_xload(xb, xs, 2 * w.c + w.half));
 }
 
 // ---- Q6_K: unit u (0..7): half h = u / 4, l0 = 8 (u % 4); run r (0..3) is elements 128h + 32r + l0 + j,
@@ -167,22 +185,41 @@ SAKER_UNROLL
   return w;
 }
 
-SAKER_HD float q6k_dot(const Q6KUnit& w, const int8_t* xb, const XBlock* xs) {
-  const auto* xp = reinterpret_cast<const uint8_t*>(xb) + w.xoff;
+// The x side of a Q6_K unit's dot: its four 8-code runs, 32 * (sum of each run's codes) for the -32 offset,
+// and the runs' scales; shared by the units of several output rows as Q4KX is.
+struct Q6KX {
+  uint32_t x[4][2];
+  int s32[4];
+  float d[4];
+};
+
+SAKER_HD Q6KX q6k_xload(const int8_t* xb, const XBlock* xs, int u) {
+  const int xoff = 128 * (u >> 2) + 8 * (u & 3);
+  const auto* xp = reinterpret_cast<const uint8_t*>(xb) + xoff;
+  Q6KX x;
+SAKER_UNROLL
+  for (int k = 0; k < 4; ++k) {
+    blocks::ld8(xp + 32 * k, &x.x[k][0], &x.x[k][1]);
+    // sum((q - 32) * x) = sum(q * x) - sum(32 * x); q <= 63 is a valid signed byte.
+    x.s32[k] = dp4a(0x20202020u, x.x[k][1], dp4a(0x20202020u, x.x[k][0], 0));
+    x.d[k] = ld_xblock(xs + (xoff >> 5) + k).d;
+  }
+  return x;
+}
+
+SAKER_HD float q6k_dot(const Q6KUnit& w, const Q6KX& x) {
   float r = 0.0f;
 SAKER_UNROLL
   for (int k = 0; k < 4; ++k) {
-    uint32_t x0, x1;
-    blocks::ld8(xp + 32 * k, &x0, &x1);
-    // sum((q - 32) * x) = sum(q * x) - sum(32 * x); q <= 63 is a valid signed byte.
-    int s = dp4a(w.q[k][0], x0, 0);
-    s = dp4a(w.q[k][1], x1, s);
-    int s32 = dp4a(0x20202020u, x0, 0);
-    s32 = dp4a(0x20202020u, x1, s32);
-    const XBlock xbk = ld_xblock(xs + (w.xoff >> 5) + k);
-    r += static_cast<float>(w.sc[k]) * xbk.d * static_cast<float>(s - s32);
+    const int s = dp4a(w.q[k][1], x.x[k][1], dp4a(w.q[k][0], x.x[k][0], 0));
+    r += static_cast<float>(w.sc[k]) * x.d[k] * static_cast<float>(s - x.s32[k]);
   }
   return w.d * r;
+}
+
+SAKER_HD float q6k_dot(const Q6KUnit& w, const int8_t* xb, const XBlock* xs) {
+  // xoff = 128h + l0 names the unit: u = 4h + l0 / 8.
+  return q6k_dot(w, q6k_xload(xb, xs, 4 * (w.xoff >> 7) + ((w.xoff & 127) >> 3)));
 }
 
 }  // namespace saker::cuda::q8
