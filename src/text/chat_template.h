@@ -7,16 +7,23 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "text/byte_ranges.h"
 
 namespace saker::text {
 
 namespace jinja {
 class Template;
 struct Value;
+}
+
+// system, user, assistant, tool, developer: the roles a server accepts, which templates may turn into markers.
+inline bool is_standard_role(std::string_view role) {
+  return role == "system" || role == "user" || role == "assistant" || role == "tool" || role == "developer";
 }
 
 class ChatTemplate {
@@ -32,6 +39,15 @@ class ChatTemplate {
   // `tools | tojson` in the reference renders, keep insertion order).
   Result<std::string> render_ordered(const nlohmann::ordered_json& context) const;
 
+  // Renders with request_context's variables (messages, tools, extra kwargs: every string in them is
+  // untrusted, except a message role that is_standard_role) and template_context's (bos_token, eos_token,
+  // add_generation_prompt: trusted; a key in both takes this value). The text equals render() of the merged
+  // context; `untrusted` lists the bytes that came from request strings, so a tokenizer can read the
+  // template's markup as control tokens and never the request's (Tokenizer::encode_untrusted_as_text).
+  Result<MarkedText> render_marked(const nlohmann::json& request_context, const nlohmann::json& template_context) const;
+  Result<MarkedText> render_marked(const nlohmann::ordered_json& request_context,
+                                   const nlohmann::ordered_json& template_context) const;
+
   // Freezes strftime_now() (reproducible renders; the time point is formatted as UTC); by default it reads
   // the local clock.
   void set_now(std::chrono::system_clock::time_point now) { now_ = now; }
@@ -39,7 +55,7 @@ class ChatTemplate {
   const std::string& source() const { return source_; }
 
  private:
-  Result<std::string> render_value(const jinja::Value& context) const;
+  Result<MarkedText> render_value(const jinja::Value& context) const;
 
   std::string source_;
   std::shared_ptr<const jinja::Template> compiled_;

@@ -4,9 +4,11 @@
 // (parse_special); user-defined (added) tokens are always matched, as in llama.cpp and HF tokenizers.
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
+#include "text/byte_ranges.h"
 #include "text/vocab.h"
 
 namespace saker::text {
@@ -27,9 +29,18 @@ class SpecialTokenMatcher {
   // special tokens overlap). Plain-text fragments are never empty.
   std::vector<TextFragment> split(std::string_view text, bool parse_special) const;
 
+  // split(text, true), except that a control or unknown token is taken only where its whole byte range lies
+  // outside every `untrusted` range (well_formed for text, see byte_ranges.h): inside, those bytes stay plain
+  // text, as split(text, false) would leave them. With no ranges this is exactly split(text, true), so a
+  // prompt whose outside text holds no token text splits the same either way.
+  std::vector<TextFragment> split(std::string_view text, std::span<const ByteRange> untrusted) const;
+
   size_t n_tokens() const { return n_tokens_; }
 
  private:
+  std::vector<TextFragment> split_impl(std::string_view text, bool parse_special,
+                                       std::span<const ByteRange> untrusted) const;
+
   struct Candidate {
     std::string_view text;  // points into the Vocab
     int32_t id;

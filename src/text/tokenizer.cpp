@@ -56,12 +56,26 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  return encode_fragments(specials_.split(text, parse_special), text.size(), add_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_untrusted_as_text(std::string_view text, std::span<const ByteRange> untrusted,
+                                                         bool add_special) const {
+  if (well_formed(untrusted, text.size())) {
+    return encode_fragments(specials_.split(text, untrusted), text.size(), add_special);
+  }
+  const ByteRanges ranges = normalized(untrusted, text.size());
+  return encode_fragments(specials_.split(text, std::span<const ByteRange>(ranges)), text.size(), add_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_fragments(const std::vector<TextFragment>& fragments, size_t text_bytes,
+                                                 bool add_special) const {
   std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 2);
+  out.reserve(text_bytes / 3 + 2);
   if (add_special && vocab_.add_bos() && vocab_.bos_id() != kNoToken) out.push_back(vocab_.bos_id());
   // SentencePiece adds its dummy space to each text that starts the input or follows a special token.
   bool after_special = true;
-  for (const TextFragment& f : specials_.split(text, parse_special)) {
+  for (const TextFragment& f : fragments) {
     if (f.token != kNoToken) {
       out.push_back(f.token);
       after_special = true;

@@ -46,6 +46,15 @@ class Tokenizer {
   // tokens are always recognised. Any bytes are accepted; invalid UTF-8 never fails.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
 
+  // encode(text, add_special, true), except that a control token written inside an `untrusted` byte range
+  // (or reaching into one) is not recognised: those bytes are tokenized as text, the way
+  // encode(..., parse_special = false) reads them (user-defined tokens still match). For a rendered chat
+  // prompt: the template's markup becomes control tokens, what the request wrote never does. Text and
+  // token boundaries are those of the plain call whenever the untrusted text holds no control-token text.
+  // The ranges may come in any order (they are normalized); ranges past the end are clipped.
+  std::vector<int32_t> encode_untrusted_as_text(std::string_view text, std::span<const ByteRange> untrusted,
+                                                bool add_special) const;
+
   // The bytes a token stands for (may be part of a UTF-8 character). Control and unknown tokens give
   // their text when render_special, else nothing. An out-of-range id gives nothing.
   std::string token_to_piece(int32_t id, bool render_special = true) const;
@@ -71,6 +80,8 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {}
+  std::vector<int32_t> encode_fragments(const std::vector<TextFragment>& fragments, size_t text_bytes,
+                                        bool add_special) const;
 
   Vocab vocab_;
   std::optional<BpeTokenizer> bpe_;

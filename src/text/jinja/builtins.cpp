@@ -132,7 +132,7 @@ void add_globals(Scope& scope) {
   scope.vars["strftime_now"] = Value::callable("strftime_now", [](Interpreter& in, CallArgs& args) {
     const Value* fmt = arg(args, 0, "format");
     if (!fmt || !fmt->is_string()) throw Error("strftime_now() needs a format string");
-    return Value::string(in.strftime_now(fmt->s));
+    return derived_string(in.strftime_now(fmt->s), fmt->untrusted != nullptr);
   });
 }
 

@@ -1,6 +1,7 @@
 // Builtin filters (jinja2's names and arguments), plus tojson as json.dumps.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cfenv>
 #include <cmath>
 
@@ -146,7 +147,15 @@ Value get_path(Interpreter& in, const Value& obj, const std::string& path) {
     const size_t dot = path.find('.', pos);
     const std::string part = path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
     const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    cur = numeric ? in.get_item(cur, Value::integer(std::stoll(part))) : in.get_item(cur, Value::string(part));
+    if (numeric) {
+      // Python's int() has no limit; an index past int64 can only miss, so it becomes the largest one (which
+      // misses too) instead of std::stoll's out_of_range.
+      int64_t index = INT64_MAX;
+      std::from_chars(part.data(), part.data() + part.size(), index);
+      cur = in.get_item(cur, Value::integer(index));
+    } else {
+      cur = in.get_item(cur, Value::string(part));
+    }
     if (dot == std::string::npos) return cur;
     pos = dot + 1;
   }
@@ -162,10 +171,14 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
     return v;
   }
   if (name == "length" || name == "count") return length_of(v);
-  if (name == "string") return Value::string(to_str(v));
-  if (name == "safe" || name == "forceescape") return v.is_string() ? v : Value::string(to_str(v));
-  if (name == "e" || name == "escape") return Value::string(html_escape(to_str(v)));
-  if (name == "trim") return Value::string(py_strip(to_str(v), arg(args, 0, "chars"), true, true));
+  if (name == "string" || name == "safe" || name == "forceescape") return to_marked_string(v);
+  if (name == "e" || name == "escape") return derived_string(html_escape(to_str(v)), contains_untrusted(v));
+  if (name == "trim") {
+    // Trimming cuts: the bytes kept keep their provenance.
+    const Value text = to_marked_string(v);
+    const auto [begin, end] = py_strip_bounds(text.s, arg(args, 0, "chars"), true, true);
+    return substring(text, begin, end);
+  }
   if (name == "title") {
     // jinja2's title filter (unlike str.title) starts words only after whitespace, '-' and opening brackets.
     std::string out = to_str(v);
@@ -180,20 +193,20 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
       c = char(word_start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
       word_start = false;
     }
-    return Value::string(std::move(out));
+    return derived_string(std::move(out), contains_untrusted(v));
   }
   if (name == "upper" || name == "lower" || name == "capitalize") {
     CallArgs none;
-    return get_method(Value::string(to_str(v)), name).func->fn(*this, none);
+    return get_method(to_marked_string(v), name).func->fn(*this, none);
   }
   if (name == "replace") {
     CallArgs forwarded = args;
-    return get_method(Value::string(to_str(v)), "replace").func->fn(*this, forwarded);
+    return get_method(to_marked_string(v), "replace").func->fn(*this, forwarded);
   }
   if (name == "center") {
     CallArgs forwarded;
     forwarded.positional.push_back(arg_or(args, 0, "width", Value::integer(80)));
-    return get_method(Value::string(to_str(v)), "center").func->fn(*this, forwarded);
+    return get_method(to_marked_string(v), "center").func->fn(*this, forwarded);
   }
   if (name == "tojson") {
     JsonDumpOptions o;
@@ -211,7 +224,7 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
     o.max_bytes = limits_.max_output_bytes;
     std::string out = json_dump(v, o);
     check_size(out.size());
-    return Value::string(std::move(out));
+    return derived_string(std::move(out), contains_untrusted(v) || args_untrusted(args));
   }
   if (name == "items") {
     if (v.is_undefined()) return Value::make_list();
@@ -226,17 +239,21 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
     return name == "first" ? items.front() : items.back();
   }
   if (name == "join") {
-    const std::string sep = opt_string(args, 0, "d", "");
+    // Joining is concatenation: items and separator keep their provenance.
+    const Value* sep_arg = arg(args, 0, "d");
+    const Value sep = sep_arg && !sep_arg->is_undefined() && !sep_arg->is_none() ? to_marked_string(*sep_arg)
+                                                                                 : Value::string("");
     const std::string attribute = opt_string(args, 1, "attribute", "");
     std::string out;
+    ByteRanges ranges;
     bool first = true;
     for (const Value& item : iterate(v)) {
-      if (!first) out += sep;
+      if (!first) append_marked(out, ranges, sep);
       first = false;
-      out += to_str(attribute.empty() ? item : get_path(*this, item, attribute));
+      append_marked(out, ranges, attribute.empty() ? item : get_path(*this, item, attribute));
       check_size(out.size());
     }
-    return Value::string(std::move(out));
+    return Value::string(std::move(out), std::move(ranges));
   }
   if (name == "select" || name == "reject") return select_items(*this, v, args, false, name == "select");
   if (name == "selectattr" || name == "rejectattr") return select_items(*this, v, args, true, name == "selectattr");
@@ -313,7 +330,7 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
       std::vector<std::string> cs = utf8_chars(v.s);
       std::string out;
       for (auto it = cs.rbegin(); it != cs.rend(); ++it) out += *it;
-      return Value::string(std::move(out));
+      return derived_string(std::move(out), v.untrusted != nullptr);
     }
     std::vector<Value> items = iterate(v);
     std::reverse(items.begin(), items.end());
@@ -376,7 +393,7 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
       check_size(out.size());
     }
     if (first) out = indention + out;
-    return Value::string(std::move(out));
+    return derived_string(std::move(out), contains_untrusted(v) || args_untrusted(args));
   }
   if (name == "attr") {
     if (!a0) throw Error("attr: expected a name");
@@ -384,7 +401,7 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
   }
   if (name == "format") {
     std::vector<Value> vals = args.positional;
-    return arithmetic(*this, "%", Value::string(to_str(v)), Value::make_tuple(std::move(vals)));
+    return arithmetic(*this, "%", to_marked_string(v), Value::make_tuple(std::move(vals)));
   }
   if (name == "truncate") {
     const int64_t length = arg_or(args, 0, "length", Value::integer(255)).i;
@@ -392,7 +409,7 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
     const std::string end = opt_string(args, 2, "end", "...");
     const int64_t leeway = arg_or(args, 3, "leeway", Value::integer(5)).i;
     std::vector<std::string> cs = utf8_chars(to_str(v));
-    if (int64_t(cs.size()) <= length + leeway) return Value::string(to_str(v));
+    if (int64_t(cs.size()) <= length + leeway) return to_marked_string(v);
     size_t keep = size_t(std::max<int64_t>(0, length - int64_t(utf8_length(end))));
     std::string out;
     for (size_t k = 0; k < keep && k < cs.size(); ++k) out += cs[k];
@@ -400,7 +417,7 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, Cal
       const size_t sp = out.rfind(' ');
       if (sp != std::string::npos) out.resize(sp);
     }
-    return Value::string(out + end);
+    return derived_string(out + end, contains_untrusted(v) || args_untrusted(args));
   }
   throw Error("no filter named '" + name + "'");
 }

@@ -20,7 +20,14 @@ void Interpreter::write(const std::string& text) {
   out_->append(text);
 }
 
-std::string Interpreter::render(const Body& body, const Value& context) {
+void Interpreter::write_value(const Value& v) {
+  if (v.is_string()) check_size(out_->size() + v.s.size());
+  append_marked(*out_, *out_untrusted_, v);
+  check_size(out_->size());
+}
+
+MarkedText Interpreter::render_marked(const Body& body, const Value& context) {
+  MemoryBudget budget(limits_.max_memory_bytes);
   auto globals = std::make_shared<Scope>();
   add_globals(*globals);
   auto root = std::make_shared<Scope>();
@@ -28,25 +35,36 @@ std::string Interpreter::render(const Body& body, const Value& context) {
   if (context.is_dict()) {
     for (auto& [k, v] : context.dict->entries) root->vars[to_str(k)] = v;
   }
-  std::string out;
-  out_ = &out;
+  MarkedText out;
+  out_ = &out.text;
+  out_untrusted_ = &out.untrusted;
   exec_body(body, root);
   out_ = nullptr;
+  out_untrusted_ = nullptr;
   return out;
 }
 
-std::string Interpreter::capture(const Body& body, const std::shared_ptr<Scope>& scope) {
+std::string Interpreter::render(const Body& body, const Value& context) {
+  return render_marked(body, context).text;
+}
+
+Value Interpreter::capture(const Body& body, const std::shared_ptr<Scope>& scope) {
   std::string buffer;
+  ByteRanges ranges;
   std::string* saved = out_;
+  ByteRanges* saved_ranges = out_untrusted_;
   out_ = &buffer;
+  out_untrusted_ = &ranges;
   try {
     exec_body(body, scope);
   } catch (...) {
     out_ = saved;
+    out_untrusted_ = saved_ranges;
     throw;
   }
   out_ = saved;
-  return buffer;
+  out_untrusted_ = saved_ranges;
+  return Value::string(std::move(buffer), std::move(ranges));
 }
 
 Interpreter::Flow Interpreter::exec_body(const Body& body, const std::shared_ptr<Scope>& scope) {
@@ -63,7 +81,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
       case StmtKind::kText: write(s.text); break;
       case StmtKind::kOutput: {
         step();
-        write(to_str(eval(*s.expr, scope)));
+        write_value(eval(*s.expr, scope));
         break;
       }
       case StmtKind::kIf: {
@@ -75,7 +93,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
       case StmtKind::kFor: exec_for(s, scope); break;
       case StmtKind::kSet: exec_set(s, scope); break;
       case StmtKind::kSetBlock: {
-        Value v = Value::string(capture(s.body, scope));
+        Value v = capture(s.body, scope);
         if (s.expr) {
           // The filter chain's innermost target is null: feed the captured text through it.
           std::vector<const Expr*> chain;
@@ -102,24 +120,24 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
             local->vars[stmt->params[k].name] =
                 a ? *a : stmt->params[k].default_value ? eval(*stmt->params[k].default_value, local) : Value::undefined();
           }
-          return Value::string(capture(stmt->body, local));
+          return capture(stmt->body, local);
         });
         const Expr& call = *s.expr;
         Value callee = eval(*call.target, scope);
         CallArgs args = eval_args(call, scope);
         args.keyword.emplace_back("caller", caller);
-        write(to_str(this->call(callee, args)));
+        write_value(this->call(callee, args));
         break;
       }
       case StmtKind::kFilterBlock: {
-        Value v = Value::string(capture(s.body, scope));
+        Value v = capture(s.body, scope);
         std::vector<const Expr*> chain;
         for (const Expr* e = s.expr.get(); e; e = e->target.get()) chain.push_back(e);
         for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
           CallArgs args = eval_args(**it, scope);
           v = apply_filter((*it)->name, v, args);
         }
-        write(to_str(v));
+        write_value(v);
         break;
       }
       case StmtKind::kWith: {
@@ -251,7 +269,7 @@ Value Interpreter::make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope
     }
     local->vars["varargs"] = Value::make_tuple(std::move(varargs));
     local->vars["kwargs"] = kwargs;
-    return Value::string(in.capture(stmt->body, local));
+    return in.capture(stmt->body, local);
   });
 }
 

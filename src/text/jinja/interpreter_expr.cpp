@@ -20,6 +20,14 @@ Value arg_or(const CallArgs& args, size_t index, const char* name, Value fallbac
   return v ? *v : fallback;
 }
 
+bool args_untrusted(const CallArgs& args) {
+  for (const Value& a : args.positional)
+    if (contains_untrusted(a)) return true;
+  for (const auto& [k, a] : args.keyword)
+    if (contains_untrusted(a)) return true;
+  return false;
+}
+
 Value Interpreter::lookup(const std::string& name, const Scope& scope) const {
   for (const Scope* s = &scope; s; s = s->parent.get()) {
     auto it = s->vars.find(name);
@@ -85,10 +93,10 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
         if (k < 0 || k >= int64_t(obj.list->items.size())) return missing_index(raw);
         return obj.list->items[size_t(k)];
       }
-      std::vector<std::string> chars = utf8_chars(obj.s);
+      std::vector<Value> chars = string_chars(obj);
       const int64_t k = normalize_index(raw, chars.size());
       if (k < 0 || k >= int64_t(chars.size())) return missing_index(raw);
-      return Value::string(chars[size_t(k)]);
+      return chars[size_t(k)];
     }
     default: return Value::undefined();
   }
@@ -227,9 +235,17 @@ Value Interpreter::eval_slice(const Expr& e, const std::shared_ptr<Scope>& scope
     out.list->tuple = target.list->tuple;
     return out;
   }
+  if (!target.untrusted) {
+    std::string s;
+    for (size_t k : picked) s += chars[k];
+    return Value::string(std::move(s));
+  }
+  // Each picked character keeps its own provenance (a slice is a cut, not a transformation).
+  std::vector<Value> marked = string_chars(target);
   std::string s;
-  for (size_t k : picked) s += chars[k];
-  return Value::string(std::move(s));
+  ByteRanges ranges;
+  for (size_t k : picked) append_marked(s, ranges, marked[k]);
+  return Value::string(std::move(s), std::move(ranges));
 }
 
 bool contains(const Value& container, const Value& item) {
@@ -258,12 +274,22 @@ static Value repeat(Interpreter& in, const Value& seq, int64_t times) {
     in.check_size(seq.s.size() * size_t(times));
     std::string out;
     for (int64_t k = 0; k < times; ++k) out += seq.s;
-    return Value::string(std::move(out));
+    return derived_string(std::move(out), seq.untrusted != nullptr);
   }
   in.check_size(seq.list->items.size() * size_t(times));
   std::vector<Value> items;
   for (int64_t k = 0; k < times; ++k) items.insert(items.end(), seq.list->items.begin(), seq.list->items.end());
   return Value::make_list(std::move(items));
+}
+
+// a + b for two strings, each keeping its provenance.
+static Value concat_strings(const Value& a, const Value& b) {
+  if (!a.untrusted && !b.untrusted) return Value::string(a.s + b.s);
+  std::string s;
+  ByteRanges ranges;
+  append_marked(s, ranges, a);
+  append_marked(s, ranges, b);
+  return Value::string(std::move(s), std::move(ranges));
 }
 
 static int64_t as_int(const Value& v) { return v.kind == Kind::kBool ? int64_t(v.b) : v.i; }
@@ -298,7 +324,7 @@ Value arithmetic(Interpreter& in, const std::string& op, const Value& a, const V
     if (nums) return Value::floating(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) {
       in.check_size(a.s.size() + b.s.size());
-      return Value::string(a.s + b.s);
+      return concat_strings(a, b);
     }
     if (a.is_list() && b.is_list() && a.list->tuple == b.list->tuple) {
       in.check_size(a.list->items.size() + b.list->items.size());
@@ -365,7 +391,7 @@ Value arithmetic(Interpreter& in, const std::string& op, const Value& a, const V
         else throw Error(std::string("unsupported format character '") + c + "'");
       }
       if (next < vals.size() && !b.is_dict()) throw Error("not all arguments converted during string formatting");
-      return Value::string(std::move(out));
+      return derived_string(std::move(out), a.untrusted != nullptr || contains_untrusted(b));
     }
     if (!nums) return type_error();
     if (b.as_double() == 0) throw Error("integer division or modulo by zero");
@@ -406,9 +432,12 @@ Value Interpreter::eval_binary(const Expr& e, const std::shared_ptr<Scope>& scop
   Value a = eval(*e.args[0], scope);
   Value b = eval(*e.args[1], scope);
   if (op == "~") {
-    std::string s = to_str(a) + to_str(b);
+    std::string s;
+    ByteRanges ranges;
+    append_marked(s, ranges, a);
+    append_marked(s, ranges, b);
     check_size(s.size());
-    return Value::string(std::move(s));
+    return Value::string(std::move(s), std::move(ranges));
   }
   if (op == "==") return Value::boolean(equals(a, b));
   if (op == "!=") return Value::boolean(!equals(a, b));

@@ -54,7 +54,7 @@ bool is_py_space(const std::string& ch) {
 
 }  // namespace
 
-std::string py_strip(const std::string& s, const Value* chars, bool left, bool right) {
+std::pair<size_t, size_t> py_strip_bounds(const std::string& s, const Value* chars, bool left, bool right) {
   std::vector<std::string> cs = utf8_chars(s);
   std::vector<std::string> set;
   const bool whitespace = !chars || chars->is_none() || chars->is_undefined();
@@ -67,9 +67,16 @@ std::string py_strip(const std::string& s, const Value* chars, bool left, bool r
     while (b < e && strip_this(cs[b])) ++b;
   if (right)
     while (e > b && strip_this(cs[e - 1])) --e;
-  std::string out;
-  for (size_t k = b; k < e; ++k) out += cs[k];
-  return out;
+  size_t begin = 0;
+  for (size_t k = 0; k < b; ++k) begin += cs[k].size();
+  size_t end = begin;
+  for (size_t k = b; k < e; ++k) end += cs[k].size();
+  return {begin, end};
+}
+
+std::string py_strip(const std::string& s, const Value* chars, bool left, bool right) {
+  const auto [begin, end] = py_strip_bounds(s, chars, left, right);
+  return s.substr(begin, end - begin);
 }
 
 static std::vector<Value> py_split(const std::string& s, const Value* sep, int64_t maxsplit, bool from_right) {
@@ -179,9 +186,20 @@ static std::string py_format(Interpreter& in, const std::string& fmt, const Call
   return out;
 }
 
-static Value string_method(Interpreter& in, const std::string& s, const std::string& name, CallArgs& args) {
+// Provenance: cuts (strip, removeprefix, partition) keep the kept bytes' ranges, join keeps every part's, and
+// every other string a method makes from an untrusted string or argument is untrusted as a whole.
+static Value string_method(Interpreter& in, const Value& self, const std::string& name, CallArgs& args) {
+  const std::string& s = self.s;
   const Value* a0 = arg(args, 0, nullptr);
   const Value* a1 = arg(args, 1, nullptr);
+  const bool tainted = self.untrusted != nullptr;
+  auto made = [&](std::string text, bool uses_args) {
+    return derived_string(std::move(text), tainted || (uses_args && args_untrusted(args)));
+  };
+  auto cut = [&](bool left, bool right) {
+    const auto [begin, end] = py_strip_bounds(s, a0, left, right);
+    return substring(self, begin, end);
+  };
   if (name == "startswith" || name == "endswith") {
     if (!a0) throw Error(name + "() takes at least 1 argument");
     std::vector<Value> options = a0->is_list() ? a0->list->items : std::vector<Value>{*a0};
@@ -193,13 +211,16 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
     }
     return Value::boolean(false);
   }
-  if (name == "strip") return Value::string(py_strip(s, a0, true, true));
-  if (name == "lstrip") return Value::string(py_strip(s, a0, true, false));
-  if (name == "rstrip") return Value::string(py_strip(s, a0, false, true));
+  if (name == "strip") return cut(true, true);
+  if (name == "lstrip") return cut(true, false);
+  if (name == "rstrip") return cut(false, true);
   if (name == "split" || name == "rsplit") {
     const Value* sep = arg(args, 0, "sep");
     const Value* max = arg(args, 1, "maxsplit");
-    return Value::make_list(py_split(s, sep, max ? need_int(max, "maxsplit") : -1, name == "rsplit"));
+    std::vector<Value> parts = py_split(s, sep, max ? need_int(max, "maxsplit") : -1, name == "rsplit");
+    if (tainted)
+      for (Value& p : parts) p = Value::untrusted_string(std::move(p.s));
+    return Value::make_list(std::move(parts));
   }
   if (name == "splitlines") {
     std::vector<Value> lines;
@@ -214,6 +235,8 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
       }
     }
     if (!cur.empty()) lines.push_back(Value::string(cur));
+    if (tainted)
+      for (Value& l : lines) l = Value::untrusted_string(std::move(l.s));
     return Value::make_list(std::move(lines));
   }
   if (name == "replace") {
@@ -232,7 +255,7 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
         if (k < cs.size()) out += cs[k];
         in.check_size(out.size());
       }
-      return Value::string(std::move(out));
+      return made(std::move(out), true);
     }
     size_t pos = 0;
     while (count != 0) {
@@ -245,7 +268,7 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
       --count;
     }
     out.append(s, pos, std::string::npos);
-    return Value::string(std::move(out));
+    return made(std::move(out), true);
   }
   if (name == "upper" || name == "lower" || name == "swapcase") {
     std::string out = s;
@@ -254,7 +277,7 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
       if (name == "upper" || (name == "swapcase" && !up)) c = char(std::toupper(static_cast<unsigned char>(c)));
       else c = char(std::tolower(static_cast<unsigned char>(c)));
     }
-    return Value::string(std::move(out));
+    return made(std::move(out), false);
   }
   if (name == "title" || name == "capitalize") {
     std::string out = s;
@@ -265,7 +288,7 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
       out[k] = char(word_start ? std::toupper(c) : std::tolower(c));
       prev_cased = std::isalpha(c) || c >= 0x80;
     }
-    return Value::string(std::move(out));
+    return made(std::move(out), false);
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
     const std::string& sub = need_string(a0, (name + "() argument").c_str());
@@ -282,18 +305,20 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
     }
     return Value::integer(int64_t(utf8_length(s.substr(0, f))));
   }
-  if (name == "format") return Value::string(py_format(in, s, args));
+  if (name == "format") return made(py_format(in, s, args), true);
   if (name == "join") {
     if (!a0) throw Error("join() takes exactly one argument");
     std::string out;
+    ByteRanges ranges;
     bool first = true;
     for (const Value& v : iterate(*a0)) {
-      if (!first) out += s;
+      if (!first) append_marked(out, ranges, self);
       first = false;
-      out += need_string(&v, "join() item");
+      need_string(&v, "join() item");
+      append_marked(out, ranges, v);
       in.check_size(out.size());
     }
-    return Value::string(std::move(out));
+    return Value::string(std::move(out), std::move(ranges));
   }
   if (name.rfind("is", 0) == 0) {
     if (s.empty()) return Value::boolean(false);
@@ -317,7 +342,7 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
   if (name == "zfill" || name == "center" || name == "ljust" || name == "rjust") {
     const int64_t width = need_int(a0, "width");
     const int64_t len = int64_t(utf8_length(s));
-    if (width <= len) return Value::string(s);
+    if (width <= len) return self;
     in.check_size(size_t(width));
     const size_t pad = size_t(width - len);
     const std::string fill = name == "zfill" ? "0" : (a1 ? need_string(a1, "fillchar") : " ");
@@ -327,34 +352,35 @@ static Value string_method(Interpreter& in, const std::string& s, const std::str
       return r;
     };
     if (name == "zfill") {
-      if (!s.empty() && (s[0] == '-' || s[0] == '+')) return Value::string(s.substr(0, 1) + rep(pad) + s.substr(1));
-      return Value::string(rep(pad) + s);
+      if (!s.empty() && (s[0] == '-' || s[0] == '+')) return made(s.substr(0, 1) + rep(pad) + s.substr(1), true);
+      return made(rep(pad) + s, true);
     }
-    if (name == "ljust") return Value::string(s + rep(pad));
-    if (name == "rjust") return Value::string(rep(pad) + s);
+    if (name == "ljust") return made(s + rep(pad), true);
+    if (name == "rjust") return made(rep(pad) + s, true);
     const size_t left = pad / 2 + (pad & size_t(width) & 1);
-    return Value::string(rep(left) + s + rep(pad - left));
+    return made(rep(left) + s + rep(pad - left), true);
   }
   if (name == "removeprefix") {
     const std::string& p = need_string(a0, "prefix");
-    return Value::string(s.compare(0, p.size(), p) == 0 ? s.substr(p.size()) : s);
+    return s.compare(0, p.size(), p) == 0 ? substring(self, p.size(), s.size()) : self;
   }
   if (name == "removesuffix") {
     const std::string& p = need_string(a0, "suffix");
-    return Value::string(!p.empty() && s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0
-                             ? s.substr(0, s.size() - p.size())
-                             : s);
+    return !p.empty() && s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0
+               ? substring(self, 0, s.size() - p.size())
+               : self;
   }
   if (name == "partition" || name == "rpartition") {
     const std::string& d = need_string(a0, "separator");
     if (d.empty()) throw Error("empty separator");
     const size_t f = name == "partition" ? s.find(d) : s.rfind(d);
     if (f == std::string::npos) {
-      return name == "partition"
-                 ? Value::make_tuple({Value::string(s), Value::string(""), Value::string("")})
-                 : Value::make_tuple({Value::string(""), Value::string(""), Value::string(s)});
+      return name == "partition" ? Value::make_tuple({self, Value::string(""), Value::string("")})
+                                 : Value::make_tuple({Value::string(""), Value::string(""), self});
     }
-    return Value::make_tuple({Value::string(s.substr(0, f)), Value::string(d), Value::string(s.substr(f + d.size()))});
+    // The separator is given as the bytes it matched, with their provenance.
+    return Value::make_tuple(
+        {substring(self, 0, f), substring(self, f, f + d.size()), substring(self, f + d.size(), s.size())});
   }
   throw Error("str has no method " + name);
 }
@@ -495,8 +521,8 @@ static Value dict_method(Interpreter& in, const Value& self, const std::string& 
 
 Value get_method(const Value& obj, const std::string& name) {
   if (obj.is_string() && string_methods().count(name)) {
-    return Value::callable("str." + name, [s = obj.s, name](Interpreter& in, CallArgs& args) {
-      return string_method(in, s, name, args);
+    return Value::callable("str." + name, [self = obj, name](Interpreter& in, CallArgs& args) {
+      return string_method(in, self, name, args);
     });
   }
   // Bound methods hold their list or dict weakly: a method stored inside the container must not keep it alive.

@@ -37,6 +37,11 @@ std::string format_time(const std::string& format, const struct tm& tm) {
 }
 
 Result<std::string> Template::render(const Value& context, const RenderOptions& options) const {
+  SAKER_ASSIGN_OR_RETURN(MarkedText out, render_marked(context, options));
+  return std::move(out.text);
+}
+
+Result<MarkedText> Template::render_marked(const Value& context, const RenderOptions& options) const {
   auto strftime = options.strftime;
   if (!strftime) {
     strftime = [](const std::string& fmt) {
@@ -48,7 +53,7 @@ Result<std::string> Template::render(const Value& context, const RenderOptions& 
   }
   try {
     Interpreter in(options.limits, strftime);
-    return in.render(body_, context);
+    return in.render_marked(body_, context);
   } catch (const RaisedError& e) {
     return make_error(StatusCode::kInvalidArgument, "{}", located(e, "template raised an exception at"));
   } catch (const Error& e) {

@@ -27,6 +27,9 @@ class Template {
   // context: a dict of variables. A raise_exception() in the template or a runtime error is kInvalidArgument
   // naming the line and column; nothing the template does aborts the process.
   Result<std::string> render(const Value& context, const RenderOptions& options = {}) const;
+  // The same text, with the byte ranges that came from untrusted strings of the context (from_json with
+  // Origin::kRequest), carried through the template's expressions as value.h describes.
+  Result<MarkedText> render_marked(const Value& context, const RenderOptions& options = {}) const;
 
  private:
   Body body_;

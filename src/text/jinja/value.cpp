@@ -1,10 +1,53 @@
 #include "text/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace saker::text::jinja {
+
+namespace {
+thread_local MemoryBudget* t_memory_budget = nullptr;
+}  // namespace
+
+MemoryBudget::MemoryBudget(size_t limit) : limit_(limit), previous_(t_memory_budget) { t_memory_budget = this; }
+MemoryBudget::~MemoryBudget() { t_memory_budget = previous_; }
+
+void MemoryBudget::charge(size_t bytes) {
+  MemoryBudget* budget = t_memory_budget;
+  if (budget == nullptr) return;
+  budget->used_ += bytes;
+  if (budget->used_ > budget->limit_) {
+    throw Error("template exceeded its memory budget of " + std::to_string(budget->limit_) +
+                " bytes (a large string or list copied over and over?)");
+  }
+}
+
+#if UINTPTR_MAX == UINT64_MAX
+static_assert(sizeof(Value) == 3 * sizeof(int64_t) + sizeof(std::string) + 4 * sizeof(std::shared_ptr<void>),
+              "a member was added to Value: copy it in Value(const Value&) and operator=(const Value&)");
+#endif
+
+Value::Value(const Value& o)
+    : kind(o.kind), b(o.b), i(o.i), f(o.f), s(o.s), untrusted(o.untrusted), list(o.list), dict(o.dict), func(o.func) {
+  MemoryBudget::charge(sizeof(Value) + o.s.size());
+}
+
+Value& Value::operator=(const Value& o) {
+  if (this == &o) return *this;
+  MemoryBudget::charge(sizeof(Value) + o.s.size());
+  kind = o.kind;
+  b = o.b;
+  i = o.i;
+  f = o.f;
+  s = o.s;
+  untrusted = o.untrusted;
+  list = o.list;
+  dict = o.dict;
+  func = o.func;
+  return *this;
+}
 
 Value Value::undefined(std::string hint) {
   Value v;
@@ -35,12 +78,23 @@ Value Value::floating(double x) {
   return v;
 }
 Value Value::string(std::string x) {
+  MemoryBudget::charge(sizeof(Value) + x.size());
   Value v;
   v.kind = Kind::kString;
   v.s = std::move(x);
   return v;
 }
+Value Value::string(std::string x, ByteRanges untrusted) {
+  Value v = string(std::move(x));
+  if (!untrusted.empty()) v.untrusted = std::make_shared<const ByteRanges>(std::move(untrusted));
+  return v;
+}
+Value Value::untrusted_string(std::string x) {
+  const size_t n = x.size();
+  return string(std::move(x), n ? ByteRanges{{0, n}} : ByteRanges{});
+}
 Value Value::make_list(std::vector<Value> items) {
+  MemoryBudget::charge(sizeof(Value) * (items.size() + 1));
   Value v;
   v.kind = Kind::kList;
   v.list = std::make_shared<ListData>();
@@ -340,7 +394,10 @@ std::string type_name(const Value& v) {
 }
 
 template <typename Json>
-Value from_json_impl(const Json& j, int depth = 0) {
+Value from_json_impl(const Json& j, Origin origin, int depth = 0) {
+  const auto text = [origin](std::string s) {
+    return origin == Origin::kRequest ? Value::untrusted_string(std::move(s)) : Value::string(std::move(s));
+  };
   if (depth > kMaxValueDepth) throw Error("JSON context nested too deeply");
   switch (j.type()) {
     case nlohmann::detail::value_t::null: return Value::none();
@@ -351,11 +408,11 @@ Value from_json_impl(const Json& j, int depth = 0) {
       return u > uint64_t(INT64_MAX) ? Value::floating(double(u)) : Value::integer(int64_t(u));
     }
     case nlohmann::detail::value_t::number_float: return Value::floating(j.template get<double>());
-    case nlohmann::detail::value_t::string: return Value::string(j.template get<std::string>());
+    case nlohmann::detail::value_t::string: return text(j.template get<std::string>());
     case nlohmann::detail::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& x : j) items.push_back(from_json_impl(x, depth + 1));
+      for (const auto& x : j) items.push_back(from_json_impl(x, origin, depth + 1));
       return Value::make_list(std::move(items));
     }
     case nlohmann::detail::value_t::object: {
@@ -363,15 +420,90 @@ Value from_json_impl(const Json& j, int depth = 0) {
       d.dict->entries.reserve(j.size());
       // nlohmann::json sorts keys; ordered_json keeps the document's order, as Python's json does.
       for (auto it = j.begin(); it != j.end(); ++it)
-        d.dict->entries.emplace_back(Value::string(it.key()), from_json_impl(it.value(), depth + 1));
+        d.dict->entries.emplace_back(text(it.key()), from_json_impl(it.value(), origin, depth + 1));
       return d;
     }
     default: return Value::none();
   }
 }
 
-Value from_json(const nlohmann::json& j) { return from_json_impl(j); }
-Value from_json(const nlohmann::ordered_json& j) { return from_json_impl(j); }
+Value from_json(const nlohmann::json& j, Origin origin) { return from_json_impl(j, origin); }
+Value from_json(const nlohmann::ordered_json& j, Origin origin) { return from_json_impl(j, origin); }
+
+namespace {
+bool contains_untrusted_at(const Value& v, int depth) {
+  check_depth(depth);
+  switch (v.kind) {
+    case Kind::kString: return v.untrusted != nullptr;
+    case Kind::kList:
+      for (const auto& x : v.list->items)
+        if (contains_untrusted_at(x, depth + 1)) return true;
+      return false;
+    case Kind::kDict:
+    case Kind::kNamespace:
+      for (const auto& [k, x] : v.dict->entries)
+        if (contains_untrusted_at(k, depth + 1) || contains_untrusted_at(x, depth + 1)) return true;
+      return false;
+    default: return false;
+  }
+}
+}  // namespace
+
+bool contains_untrusted(const Value& v) { return contains_untrusted_at(v, 0); }
+
+void append_marked(std::string& out, ByteRanges& ranges, const Value& v) {
+  if (v.is_string()) {
+    if (v.untrusted) append_shifted(ranges, *v.untrusted, out.size());
+    out += v.s;
+    return;
+  }
+  const size_t begin = out.size();
+  out += to_str(v);
+  // repr() of a container quotes and escapes its strings: no byte keeps a simple place, so all of it is
+  // untrusted when any part was.
+  if ((v.is_list() || v.is_dict() || v.kind == Kind::kNamespace) && contains_untrusted(v))
+    append_range(ranges, begin, out.size());
+}
+
+Value to_marked_string(const Value& v) {
+  if (v.is_string()) return v;
+  std::string text;
+  ByteRanges ranges;
+  append_marked(text, ranges, v);
+  return Value::string(std::move(text), std::move(ranges));
+}
+
+Value derived_string(std::string text, bool from_untrusted) {
+  return from_untrusted ? Value::untrusted_string(std::move(text)) : Value::string(std::move(text));
+}
+
+Value substring(const Value& v, size_t begin, size_t end) {
+  end = std::min(end, v.s.size());
+  begin = std::min(begin, end);
+  if (!v.untrusted) return Value::string(v.s.substr(begin, end - begin));
+  return Value::string(v.s.substr(begin, end - begin), slice_ranges(*v.untrusted, begin, end));
+}
+
+std::vector<Value> string_chars(const Value& v) {
+  std::vector<Value> out;
+  const ByteRanges* ranges = v.untrusted.get();
+  size_t pos = 0;
+  size_t next = 0;  // the first range that ends after pos: one walk over chars and ranges together
+  for (auto& c : utf8_chars(v.s)) {
+    const size_t n = c.size();
+    if (ranges) {
+      while (next < ranges->size() && (*ranges)[next].end <= pos) ++next;
+      ByteRanges mine;
+      for (size_t k = next; k < ranges->size() && (*ranges)[k].begin < pos + n; ++k)
+        append_range(mine, std::max((*ranges)[k].begin, pos) - pos, std::min((*ranges)[k].end, pos + n) - pos);
+      out.push_back(Value::string(std::move(c), std::move(mine)));
+    } else {
+      out.push_back(Value::string(std::move(c)));
+    }
+    pos += n;
+  }
+  return out;
+}
 
 namespace {
 bool reaches(const Value& from, const void* target, std::vector<const void*>& seen) {
@@ -434,11 +566,7 @@ std::vector<Value> iterate(const Value& v) {
       for (auto& [k, x] : v.dict->entries) keys.push_back(k);
       return keys;
     }
-    case Kind::kString: {
-      std::vector<Value> chars;
-      for (auto& c : utf8_chars(v.s)) chars.push_back(Value::string(c));
-      return chars;
-    }
+    case Kind::kString: return string_chars(v);
     default: throw Error("'" + type_name(v) + "' object is not iterable");
   }
 }

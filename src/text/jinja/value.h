@@ -3,6 +3,7 @@
 // (Undefined, None, bool, int, float, str, list/tuple, dict, namespace, callables), with Python's semantics
 // for truth, equality, ordering, str() and repr(), because chat templates are written against Python.
 // Lists, dicts and namespaces are shared by reference like Python objects (append and `ns.x = ...` mutate).
+// Strings carry their provenance: which of their bytes came from outside the template (see Origin).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "text/byte_ranges.h"
 
 namespace saker::text::jinja {
 
@@ -29,6 +32,27 @@ class Error : public std::runtime_error {
 class RaisedError : public Error {
  public:
   using Error::Error;
+};
+
+// What one render may allocate for values, as a running total never credited back: every Value copy (its
+// slot and its string's bytes) and every string and list made is charged to the budget installed on the
+// current thread, and a charge past the limit throws Error. This is what stops a template from exhausting
+// memory by copying a large string or list over and over (`[s] * n`, appends in a loop), which the size of
+// any single value does not bound. Without an installed budget (outside a render) nothing is charged.
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(size_t limit);  // installed on this thread until destroyed
+  ~MemoryBudget();
+  MemoryBudget(const MemoryBudget&) = delete;
+  MemoryBudget& operator=(const MemoryBudget&) = delete;
+
+  static void charge(size_t bytes);
+  size_t used() const { return used_; }
+
+ private:
+  size_t limit_;
+  size_t used_ = 0;
+  MemoryBudget* previous_;
 };
 
 enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable };
@@ -50,17 +74,30 @@ struct Value {
   int64_t i = 0;
   double f = 0;
   std::string s;  // kString; for kUndefined, the name that was looked up (for error messages)
+  // kString: the byte ranges of s that came from outside the template (a request's messages and tools), or
+  // null when every byte is the template's own. Shared and never changed in place; null costs nothing.
+  std::shared_ptr<const ByteRanges> untrusted;
   std::shared_ptr<ListData> list;      // kList
   std::shared_ptr<DictData> dict;      // kDict, kNamespace
   std::shared_ptr<CallableData> func;  // kCallable
 
   Value() = default;
+  // Copies are charged to the render's MemoryBudget; moves are free. A member added above must be copied in
+  // both (value.cpp).
+  Value(const Value& other);
+  Value& operator=(const Value& other);
+  Value(Value&&) noexcept = default;
+  Value& operator=(Value&&) noexcept = default;
   static Value undefined(std::string hint = {});
   static Value none();
   static Value boolean(bool v);
   static Value integer(int64_t v);
   static Value floating(double v);
   static Value string(std::string v);
+  // A string with the given untrusted ranges (well formed for v; none gives a trusted string).
+  static Value string(std::string v, ByteRanges untrusted);
+  // A string every byte of which came from outside.
+  static Value untrusted_string(std::string v);
   static Value make_list(std::vector<Value> items = {});
   static Value make_tuple(std::vector<Value> items);
   static Value make_dict();
@@ -110,10 +147,29 @@ std::string python_float_repr(double d);
 // "str", "int", "dict", ... as Python would name the type.
 std::string type_name(const Value& v);
 
-// Throws Error when the JSON nests deeper than 256 levels.
-// Throws Error when the JSON nests deeper than 256 levels.
-Value from_json(const nlohmann::json& j);
-Value from_json(const nlohmann::ordered_json& j);  // keeps key order, like Python's json
+// Where the strings of a JSON context come from: the template's own variables (bos_token) or a request.
+enum class Origin { kTemplate, kRequest };
+
+// Throws Error when the JSON nests deeper than 256 levels. kRequest marks every string (keys too) untrusted.
+Value from_json(const nlohmann::json& j, Origin origin = Origin::kTemplate);
+Value from_json(const nlohmann::ordered_json& j, Origin origin = Origin::kTemplate);  // keeps key order
+
+// Provenance through operations. Joining strings keeps exact ranges; cutting a string keeps the ranges of
+// the bytes kept; any other transformation of a string with untrusted bytes is untrusted as a whole (a
+// replace or an upper can move or make anything, and guessing would be unsafe).
+// Whether v is, or holds anywhere (list items, dict keys and values), a string with untrusted bytes.
+bool contains_untrusted(const Value& v);
+// str(v) appended to out, its untrusted ranges to ranges: a string's own, every byte of a list or dict that
+// contains_untrusted, none for numbers and the like.
+void append_marked(std::string& out, ByteRanges& ranges, const Value& v);
+// str(v) as a string value with that provenance (v itself when it is a string).
+Value to_marked_string(const Value& v);
+// A string computed from inputs: untrusted as a whole when from_untrusted (and not empty), else trusted.
+Value derived_string(std::string text, bool from_untrusted);
+// Bytes [begin, end) of the string v (clamped), with their ranges.
+Value substring(const Value& v, size_t begin, size_t end);
+// v's characters (by code point, as utf8_chars), each with its provenance.
+std::vector<Value> string_chars(const Value& v);
 
 // Before storing item inside container (append, ns.x = ...): throws Error when container is reachable from item,
 // since a value that contains itself could never be printed and never freed.
