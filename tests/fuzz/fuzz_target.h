@@ -17,11 +17,22 @@ struct Seed {
   std::vector<uint8_t> bytes;
 };
 
-// Seed inputs for a target ("gguf", "safetensors", "hf_config"); empty for an unknown name.
+// Seed inputs for a target (a name of target_names()); empty for an unknown name.
 std::vector<Seed> seeds_for(const std::string& target);
 // libFuzzer dictionary entries (raw bytes) for a target.
 std::vector<std::string> dictionary_for(const std::string& target);
 std::vector<std::string> target_names();
+
+// The checkout the target was built from, for data read in place (models/, and ../shared/data when present);
+// SAKER_TEST_SOURCE_DIR overrides it, as for the tests, when prebuilt binaries run beside another copy.
+inline std::string source_dir() {
+  if (const char* dir = std::getenv("SAKER_TEST_SOURCE_DIR"); dir && *dir) return dir;
+#ifdef SAKER_SOURCE_DIR
+  return SAKER_SOURCE_DIR;
+#else
+  return ".";
+#endif
+}
 
 // Keeps the reads a target makes from being optimised away.
 inline volatile uint64_t g_sink = 0;

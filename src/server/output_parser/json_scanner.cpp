@@ -8,10 +8,35 @@ namespace {
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+uint32_t hex_digit(char c) {
+  return is_digit(c) ? uint32_t(c - '0') : (c >= 'a' && c <= 'f') ? uint32_t(c - 'a' + 10) : uint32_t(c - 'A' + 10);
+}
 
 }  // namespace
 
 void JsonScanner::reset() { *this = JsonScanner(); }
+
+bool JsonScanner::accepts(std::string_view text) {
+  JsonScanner scanner;
+  std::string sink;
+  bool done = false;
+  for (char c : text) {
+    if (done) {
+      if (!is_ws(c)) return false;
+      continue;
+    }
+    switch (scanner.push(c, sink)) {
+      case Step::kAccepted: break;
+      case Step::kComplete: done = true; break;
+      case Step::kCompleteBefore:  // a top-level number ended before c
+        if (!is_ws(c)) return false;
+        done = true;
+        break;
+      case Step::kRejected: return false;
+    }
+  }
+  return done || scanner.complete_at_end();
+}
 
 bool JsonScanner::in_string() const {
   return state_ == State::kString || state_ == State::kEscape || state_ == State::kHex;
@@ -35,6 +60,7 @@ JsonScanner::Step JsonScanner::end_value(bool before) {
 }
 
 JsonScanner::Step JsonScanner::start_value(char c, std::string& out) {
+  if ((c == '{' || c == '[') && stack_.size() >= kMaxDepth) return Step::kRejected;
   switch (c) {
     case '{': stack_.push_back('{'); state_ = State::kObjectFirst; break;
     case '[': stack_.push_back('['); state_ = State::kArrayFirst; break;
@@ -120,6 +146,7 @@ JsonScanner::Step JsonScanner::push(char c, std::string& out) {
     case State::kAfterValue:
       return after_value(c, out);
     case State::kString:
+      if (expect_low_ && c != '\\') return Step::kRejected;  // a high surrogate alone
       if (c == '"') {
         out += c;
         if (string_is_key_) {
@@ -149,6 +176,9 @@ JsonScanner::Step JsonScanner::push(char c, std::string& out) {
       if (c == 'u') {
         state_ = State::kHex;
         hex_left_ = 4;
+        hex_value_ = 0;
+      } else if (expect_low_) {
+        return Step::kRejected;
       } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
         state_ = State::kString;
       } else {
@@ -158,7 +188,14 @@ JsonScanner::Step JsonScanner::push(char c, std::string& out) {
       return Step::kAccepted;
     case State::kHex:
       if (!is_hex(c)) return Step::kRejected;
-      if (--hex_left_ == 0) state_ = State::kString;
+      hex_value_ = hex_value_ * 16 + hex_digit(c);
+      if (--hex_left_ == 0) {
+        const bool high = hex_value_ >= 0xD800 && hex_value_ <= 0xDBFF;
+        const bool low = hex_value_ >= 0xDC00 && hex_value_ <= 0xDFFF;
+        if (expect_low_ != low) return Step::kRejected;  // a lone half of a surrogate pair
+        expect_low_ = high;
+        state_ = State::kString;
+      }
       out += c;
       return Step::kAccepted;
     case State::kNumber: {

@@ -1,14 +1,19 @@
 #pragma once
 // JsonScanner: checks one JSON value byte by byte as it streams in, so a tool call's arguments can be passed on
-// while the model is still writing them and a syntax error is seen at the byte that causes it.
+// while the model is still writing them and a syntax error is seen at the byte that causes it. It accepts what
+// nlohmann::json parses (a \u escape of a UTF-16 surrogate must be half of a pair) and no value nested deeper
+// than kMaxDepth, so that nothing recursive later (serializing the arguments, say) meets a deeper one.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace saker::server {
 
 class JsonScanner {
  public:
+  static constexpr size_t kMaxDepth = 128;  // nested objects and arrays, like a request body
+
   enum class Step {
     kAccepted,        // the byte belongs to the value, which is not finished
     kComplete,        // the byte finished the value
@@ -26,6 +31,10 @@ class JsonScanner {
   bool in_string() const;
   void reset();
 
+  // True when `text` is one whole JSON value that push() accepts, whitespace around it allowed: the check to
+  // make before handing model-written text to nlohmann::json, whose parser would take any nesting depth.
+  static bool accepts(std::string_view text);
+
  private:
   enum class State : uint8_t {
     kValue, kArrayFirst, kObjectFirst, kObjectKey, kColon, kAfterValue,
@@ -42,6 +51,8 @@ class JsonScanner {
   Num num_ = Num::kSign;
   bool string_is_key_ = false;
   int hex_left_ = 0;
+  uint32_t hex_value_ = 0;   // the \u escape being read
+  bool expect_low_ = false;  // a high surrogate was read: the next thing must be its low half's \u escape
   const char* literal_ = nullptr;
   int literal_pos_ = 0;
   std::vector<char> stack_;  // '{' or '['

@@ -1,5 +1,7 @@
 #include "server/output_parser/message_mapping.h"
 
+#include "server/output_parser/json_scanner.h"
+
 namespace saker::server {
 
 nlohmann::json openai_message(const ParsedOutput& output) {
@@ -43,6 +45,8 @@ std::string openai_finish_reason(const ParsedOutput& output, const std::string& 
 }
 
 nlohmann::json anthropic_tool_input(const std::string& arguments) {
+  // Only what the scanner accepts (bounded nesting) is parsed: the result is serialized recursively.
+  if (!JsonScanner::accepts(arguments)) return nlohmann::json::object();
   nlohmann::json input = nlohmann::json::parse(arguments, nullptr, false);
   if (input.is_discarded() || !input.is_object()) return nlohmann::json::object();
   return input;

@@ -27,8 +27,10 @@ std::string ToolObjectParser::final_arguments() const {
   if (!arguments_is_string_) return arguments_;
   std::string decoded;
   if (!decode_string(arguments_, &decoded)) return arguments_;
-  nlohmann::json inner = nlohmann::json::parse(decoded, nullptr, false);
   // A string that holds JSON was the arguments written twice encoded; any other string stays a JSON string.
+  // The scanner's check comes first: it bounds the nesting of what later code parses and serializes.
+  if (!JsonScanner::accepts(decoded)) return arguments_;
+  nlohmann::json inner = nlohmann::json::parse(decoded, nullptr, false);
   return inner.is_discarded() ? arguments_ : decoded;
 }
 

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "server/output_parser/json_scanner.h"
+
 namespace saker::server {
 namespace {
 
@@ -53,7 +55,7 @@ void XmlCallParser::add_parameter() {
   if (!value.empty() && value.front() == '\n') value.erase(0, 1);
   if (!value.empty() && value.back() == '\n') value.pop_back();
   nlohmann::json j;
-  if (!schema_says_string(param_)) j = nlohmann::json::parse(value, nullptr, false);
+  if (!schema_says_string(param_) && JsonScanner::accepts(value)) j = nlohmann::json::parse(value, nullptr, false);
   if (j.is_discarded() || (j.is_null() && value != "null")) j = value;
   arguments_ += n_params_ == 0 ? "{" : ", ";
   arguments_ += dump(nlohmann::json(param_)) + ": " + dump(j);
