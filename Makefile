@@ -31,7 +31,7 @@ test-fuzz:
 	  cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAKER_FUZZ=ON -DSAKER_TESTS=OFF -DSAKER_CUDA=OFF && \
 	  cmake --build $(FUZZ_BUILD) -j$(JOBS) && \
-	  ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz; \
+	  ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz -j$(JOBS); \
 	else echo "saker: clang++ not found: fuzz targets skipped"; fi
 
 test-python:

@@ -7,7 +7,9 @@ find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
-find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)
+# The HTTP server (src/server/http) uses Boost.Beast and Boost.Asio, header-only (Boost.System is header-only
+# since 1.69): no Boost library is linked.
+find_package(Boost 1.69 REQUIRED)
 if(SAKER_TESTS)
   find_package(GTest REQUIRED)
 endif()

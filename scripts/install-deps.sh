@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake pkg-config git curl
-  nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev libspdlog-dev
+  nlohmann-json3-dev libboost-dev libcli11-dev libfmt-dev libspdlog-dev
   libpcre2-dev libxxhash-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev  # libFuzzer + sanitizers for the fuzz build

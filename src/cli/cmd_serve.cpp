@@ -120,8 +120,35 @@ Command make_serve_command() {
         s->add_option("--model-name", a->server.model_id, "Model id in /v1/models and requests (default: file name)");
         s->add_option("--alias", a->server.aliases, "Another model name requests may use (repeatable; '*': any)");
         s->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template replacing the model's");
-        s->add_option("--http-threads", a->server.http_threads, "HTTP connection threads (0: 64 + 4 per slot)")
-            ->capture_default_str();
+        s->add_option("--http-threads", a->server.http_threads,
+                      "Threads that run HTTP request handlers (0: 64 + 4 per --parallel sequence); connections "
+                      "themselves are held by a few event-driven I/O threads")
+            ->capture_default_str()->check(CLI::Range(0, 65536));
+        s->add_option("--max-connections", a->server.max_connections,
+                      "Open HTTP connections in all; past it new ones get a 503 and are closed")
+            ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+        s->add_option("--max-connections-per-client", a->server.max_connections_per_client,
+                      "Open HTTP connections from one client address; past it a 503")
+            ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+        s->add_option("--http-header-timeout", a->server.http_header_timeout_s,
+                      "Seconds a request's whole header may take to arrive (slow clients are closed)")
+            ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+        s->add_option("--http-idle-timeout", a->server.http_idle_timeout_s,
+                      "Seconds a keep-alive connection may wait for its next request")
+            ->capture_default_str()->check(CLI::Range(0.05, 86400.0));
+        s->add_option("--shutdown-grace", a->server.shutdown_grace_s,
+                      "Seconds running requests may finish after SIGTERM / SIGINT; what is left then ends with an "
+                      "error (503, or a stream's error event) and the process exits")
+            ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+        s->add_option("--max-generations", a->server.max_generations,
+                      "Most generations one request may ask for (n x prompts); more is refused with 400")
+            ->capture_default_str()->check(CLI::Range(1, 1 << 16));
+        s->add_flag("--allow-special-in-content", a->server.allow_special_in_content,
+                    "Read control-token text (<|im_start|>, <|endoftext|>) in message content and completions "
+                    "prompts as control tokens (for trusted callers that write turns themselves; off: it is text)");
+        s->add_option("--cors-origin", a->server.cors_origins,
+                      "A web origin (https://app.example:8443) whose pages may call the server: CORS headers and "
+                      "preflight answers (repeatable). Without --api-key other origins are refused");
         s->add_option("--debug-load-delay-ms", a->load_delay_ms, "Testing aid: wait this long before loading")
             ->group("");  // hidden
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");

@@ -49,7 +49,7 @@ Engine::Engine(Model& model, const text::Tokenizer* tokenizer, const EngineOptio
 Engine::~Engine() {
   stop();
   cancel_all();
-  // Whatever is left ends now, as cancelled, so every on_done runs exactly once.
+  // Whatever is left ends now (FinishReason::kShutdown), so every on_done runs exactly once.
   for (;;) {
     auto r = step();
     if (!r.ok() || !*r) break;
@@ -122,14 +122,17 @@ void Engine::finish(std::unique_ptr<Sequence> seq, Result<GenerateResult> r) {
 Result<bool> Engine::step() {
   take_inbox();
   std::vector<std::unique_ptr<Sequence>> finished;
-  if (cancel_all_.load()) {
-    scheduler_.drain(&finished);  // shutdown: everything waiting or running ends as cancelled
+  // Shutdown ends everything waiting or running with its own reason, so that the server can tell a request
+  // it cut (an error for the client) from one whose client cancelled it.
+  const bool shutting_down = cancel_all_.load();
+  if (shutting_down) {
+    scheduler_.drain(&finished);
     batch_.clear();
   } else {
     SAKER_RETURN_IF_ERROR(scheduler_.schedule(&batch_, &finished));
   }
   for (auto& s : finished) {
-    s->result.finish = FinishReason::kCancelled;
+    s->result.finish = shutting_down ? FinishReason::kShutdown : FinishReason::kCancelled;
     GenerateResult r = s->result;
     finish(std::move(s), std::move(r));
   }

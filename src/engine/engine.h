@@ -61,7 +61,7 @@ class Engine {
  public:
   static Result<std::unique_ptr<Engine>> create(Model& model, const text::Tokenizer* tokenizer,
                                                 const EngineOptions& options);
-  ~Engine();  // stops the engine thread; sequences still inside end as cancelled
+  ~Engine();  // stops the engine thread; sequences still inside end with FinishReason::kShutdown
 
   // Thread-safe. The prompt and options are checked first (an error goes to on_done at once). Callbacks run on
   // the thread that steps the engine: on_token / on_text (in GenerateOptions and here) as tokens are decided,
@@ -77,7 +77,7 @@ class Engine {
   Result<bool> step();
   void start();
   void stop();
-  // Cancels every queued and running request, now and later (shutdown).
+  // Ends every queued and running request, now and later, with FinishReason::kShutdown (at its next step).
   void cancel_all();
 
   EngineStats stats() const;

@@ -32,6 +32,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kEos: return "eos";
     case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kShutdown: return "shutdown";
   }
   return "?";
 }

@@ -43,7 +43,9 @@ struct GenerateOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
-enum class FinishReason { kLength, kStop, kEos, kCancelled };
+// kShutdown: Engine::cancel_all ended it (the server is shutting down) before it finished. It is not an
+// answer: the server reports it as an error (503), never as a completed generation.
+enum class FinishReason { kLength, kStop, kEos, kCancelled, kShutdown };
 const char* finish_reason_name(FinishReason r);
 
 // Speculative decoding's account of a generation (absent for plain decoding).

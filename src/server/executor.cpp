@@ -30,7 +30,13 @@ void GenerationStream::push_text(std::string text) {
 
 void GenerationStream::finish(Result<GenerateResult> r) {
   GenerationEvent e;
-  if (r.ok()) {
+  if (r.ok() && r->finish == FinishReason::kShutdown) {
+    // Cut short by the shutdown: an error event, so that no route can mistake it for a finished answer.
+    e.kind = GenerationEvent::Kind::kError;
+    e.shutdown = true;
+    e.status = make_error(StatusCode::kOutOfRange,
+                          "the server is shutting down: the generation was stopped before it finished");
+  } else if (r.ok()) {
     e.kind = GenerationEvent::Kind::kDone;
     e.result = std::move(r).value();
   } else {

@@ -31,6 +31,9 @@ struct GenerationEvent {
   std::vector<GeneratedToken> tokens;   // tokens generated since the previous event (ids, logprobs)
   GenerateResult result;                // kDone
   Status status;                        // kError
+  // kError: the server ended the generation because it is shutting down (FinishReason::kShutdown), not a
+  // failure of the generation; the answer is a 503, never a completed one.
+  bool shutdown = false;
 };
 
 class GenerationStream {

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <string_view>
+
+#include "formats/json_parse.h"
 #include "server/api_error.h"
 
 namespace saker::server {
@@ -9,6 +13,24 @@ namespace saker::server {
 using nlohmann::json;
 
 namespace {
+
+// Nesting allowed inside a tool call's arguments string (the body itself is limited to 128 levels).
+constexpr int kMaxArgumentsDepth = 64;
+
+// True when object[key] is the string `value` (a member of another type is simply not it).
+bool is_string_value(const json& object, const char* key, std::string_view value) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() && it->get_ref<const std::string&>() == value;
+}
+
+// object[key] when it is a string, `fallback` when it is absent or null; any other type is refused by name
+// (json::value() would throw a type error that names no field).
+std::string optional_string(const json& object, const char* key, std::string fallback, const std::string& param) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_string()) throw invalid_request(fmt::format("'{}' must be a string", param), param);
+  return it->get<std::string>();
+}
 
 // OpenAI content: a string, null, or an array of {type: "text", text} parts.
 std::string openai_content(const json& content, const std::string& param) {
@@ -43,7 +65,7 @@ std::string anthropic_text(const json& content, const std::string& param) {
   for (size_t i = 0; i < content.size(); ++i) {
     const json& b = content[i];
     const std::string p = fmt::format("{}[{}]", param, i);
-    if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") || !b["text"].is_string()) {
+    if (!b.is_object() || !is_string_value(b, "type", "text") || !b.contains("text") || !b["text"].is_string()) {
       throw invalid_request(fmt::format("'{}' must be a text block ({{\"type\": \"text\", \"text\": ...}})", p), p);
     }
     out += b["text"].get<std::string>();
@@ -92,19 +114,26 @@ json normalize_openai_messages(const json& body) {
                                             "\"arguments\"}}}}", q), q);
         }
         json f = tc["function"];
-        // Templates expect arguments as a mapping (Qwen, Llama) and accept a string too; pass a mapping.
+        // Templates expect arguments as a mapping (Qwen, Llama) and accept a string too; pass a mapping. The
+        // string is parsed with the body's nesting limit (nlohmann's parser and dump recurse, and a string
+        // holding 200000 '[' would overflow the stack); one that does not parse stays a string.
         if (f.contains("arguments") && f["arguments"].is_string()) {
-          json parsed = json::parse(f["arguments"].get<std::string>(), nullptr, false);
-          if (!parsed.is_discarded()) f["arguments"] = parsed;
+          auto parsed = parse_json(f["arguments"].get_ref<const std::string&>(), q + ".function.arguments", 0,
+                                   {.max_depth = kMaxArgumentsDepth});
+          if (parsed.ok()) f["arguments"] = std::move(parsed).value();
         }
-        calls.push_back({{"id", tc.value("id", fmt::format("call_{}", j))}, {"type", "function"}, {"function", f}});
+        calls.push_back({{"id", optional_string(tc, "id", fmt::format("call_{}", j), q + ".id")},
+                         {"type", "function"},
+                         {"function", f}});
       }
       n["tool_calls"] = calls;
     }
     if (role == "tool") {
-      if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) n["tool_call_id"] = m["tool_call_id"];
+      if (std::string id = optional_string(m, "tool_call_id", "", p + ".tool_call_id"); !id.empty()) {
+        n["tool_call_id"] = id;
+      }
     }
-    if (m.contains("name") && m["name"].is_string()) n["name"] = m["name"];
+    if (std::string name = optional_string(m, "name", "", p + ".name"); !name.empty()) n["name"] = name;
     out.push_back(std::move(n));
   }
   return out;
@@ -117,7 +146,7 @@ json read_openai_tools(const json& body) {
   for (size_t i = 0; i < it->size(); ++i) {
     const json& t = (*it)[i];
     const std::string p = fmt::format("tools[{}]", i);
-    if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object() ||
+    if (!t.is_object() || !is_string_value(t, "type", "function") || !t.contains("function") || !t["function"].is_object() ||
         !t["function"].contains("name") || !t["function"]["name"].is_string()) {
       throw invalid_request(fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., "
                                         "\"parameters\": ...}}}}", p), p);
@@ -172,7 +201,7 @@ json normalize_anthropic_messages(const json& body) {
         if (!b.contains("name") || !b["name"].is_string()) {
           throw invalid_request(fmt::format("'{}.name' must be a string", q), q + ".name");
         }
-        tool_calls.push_back({{"id", b.value("id", "")},
+        tool_calls.push_back({{"id", optional_string(b, "id", "", q + ".id")},
                               {"type", "function"},
                               {"function", {{"name", b["name"]}, {"arguments", b.value("input", json::object())}}}});
       } else if (type == "tool_result" && role == "user") {
@@ -182,7 +211,9 @@ json normalize_anthropic_messages(const json& body) {
         }
         std::string result;
         if (b.contains("content")) result = anthropic_text(b["content"], q + ".content");
-        out.push_back({{"role", "tool"}, {"tool_call_id", b.value("tool_use_id", "")}, {"content", result}});
+        out.push_back({{"role", "tool"},
+                       {"tool_call_id", optional_string(b, "tool_use_id", "", q + ".tool_use_id")},
+                       {"content", result}});
       } else {
         throw invalid_request(fmt::format("'{}': blocks of type '{}' are not supported here", q, type), q + ".type");
       }

@@ -33,7 +33,7 @@ class Metrics {
   void on_request(const std::string& endpoint, int status);
   void on_prompt_tokens(int64_t n);
   void on_generated_tokens(int64_t n);
-  void on_finish(const std::string& reason);  // a finished generation: stop, length, eos, cancelled, error
+  void on_finish(const std::string& reason);  // a finished generation: stop, length, eos, cancelled, shutdown, error
   void on_first_token(double seconds);        // from admission to the queue to the first generated token
   void on_token_interval(double seconds);     // between two generated tokens of one sequence
   // Speculative decoding: verify steps run and tokens they committed (mean accepted length = ratio).

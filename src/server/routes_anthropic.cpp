@@ -6,6 +6,7 @@
 #include "server/output_adapter.h"
 #include "server/request_params.h"
 #include "server/server_state.h"
+#include "server/tool_choice.h"
 
 namespace saker::server {
 
@@ -17,22 +18,33 @@ struct RenderedPrompt {
   json tools;
 };
 
+// Anthropic `thinking`: {"type": "enabled", "budget_tokens": N} or {"type": "disabled"}; sets the
+// template's enable_thinking (any type but "enabled" turns it off).
+void read_thinking(const json& body, json* kwargs) {
+  auto th = body.find("thinking");
+  if (th == body.end() || th->is_null()) return;
+  if (!th->is_object()) {
+    throw invalid_request("'thinking' must be an object ({\"type\": \"enabled\" | \"disabled\"})", "thinking");
+  }
+  auto type = th->find("type");
+  if (type == th->end() || !type->is_string()) {
+    throw invalid_request("'thinking.type' must be a string ('enabled' or 'disabled')", "thinking.type");
+  }
+  (*kwargs)["enable_thinking"] = type->get<std::string>() == "enabled";
+}
+
+// Messages, count_tokens alike: the prompt as the template renders it, tokenized across the turn boundary
+// (message text is text, only the template's markup becomes control tokens).
 RenderedPrompt render_messages(ServerState& s, const json& body) {
   s.check_model(body);
   RenderedPrompt r;
   const json messages = normalize_anthropic_messages(body);
-  r.tools = read_anthropic_tools(body);
-  if (auto tc = body.find("tool_choice"); tc != body.end() && tc->is_object() && tc->value("type", "") == "none") {
-    r.tools = nullptr;
-  }
+  r.tools = apply_anthropic_tool_choice(body, read_anthropic_tools(body));
   json kwargs = json::object();
-  if (auto th = body.find("thinking"); th != body.end() && th->is_object()) {
-    kwargs["enable_thinking"] = th->value("type", "") == "enabled";
-  }
-  auto text = s.prompt->render(messages, r.tools, true, kwargs);
-  if (!text.ok()) throw invalid_request(text.status().message(), "messages");
-  r.text = std::move(text).value();
-  r.ids = s.tokenize_prompt(r.text, true);
+  read_thinking(body, &kwargs);
+  ServerState::ChatTokens rendered = s.render_chat(messages, r.tools, true, kwargs);
+  r.text = std::move(rendered.text);
+  r.ids = std::move(rendered.ids);
   return r;
 }
 
@@ -48,14 +60,6 @@ json stop_sequence(const GenerateResult& r) { return r.stop_string.empty() ? jso
 json parse_input(const std::string& args) {
   json input = json::parse(args.empty() ? "{}" : args, nullptr, false);
   return input.is_discarded() ? json::object() : input;
-}
-
-ApiError generation_failed(const Status& st) {
-  ApiError e;
-  e.status = 500;
-  e.type = "server_error";
-  e.message = "generation failed: " + st.message();
-  return e;
 }
 
 // Tracks the open content block of a streamed message and writes the block events.
@@ -108,7 +112,7 @@ class BlockWriter {
   int tool_index_ = -1;
 };
 
-void messages(ServerState& s, const json& body, httplib::Response& res) {
+void messages(ServerState& s, const json& body, http::Response& res) {
   AnthropicParams p = read_anthropic_params(body);
   RenderedPrompt prompt = render_messages(s, body);
   fit_to_context(&p.options, p.max_tokens, static_cast<int64_t>(prompt.ids.size()), s.executor->n_ctx(), "messages");
@@ -120,12 +124,15 @@ void messages(ServerState& s, const json& body, httplib::Response& res) {
   const std::string id = random_id("msg_");
   const std::string model = s.options.model_id;
   const int64_t n_prompt = static_cast<int64_t>(prompt.ids.size());
+  // The generation stops when the client leaves (the HTTP layer notices while this handler waits on it) or
+  // when the handler ends in any way.
+  struct Guard {
+    std::shared_ptr<GenerationStream> s;
+    ~Guard() { s->cancel(); }
+  } guard{stream};
+  res.on_client_gone([stream] { stream->cancel(); });
 
   if (!p.stream) {
-    struct Guard {
-      std::shared_ptr<GenerationStream> s;
-      ~Guard() { s->cancel(); }
-    } guard{stream};
     std::string text, thinking;
     std::vector<ToolCallDelta> calls;
     auto absorb = [&](const OutputDelta& d) {
@@ -140,7 +147,7 @@ void messages(ServerState& s, const json& body, httplib::Response& res) {
     };
     for (;;) {
       GenerationEvent e = stream->next();
-      if (e.kind == GenerationEvent::Kind::kError) throw generation_failed(e.status);
+      if (e.kind == GenerationEvent::Kind::kError) throw generation_error(e);
       if (e.kind == GenerationEvent::Kind::kText) {
         absorb(adapter->push(e.text));
         continue;
@@ -163,61 +170,51 @@ void messages(ServerState& s, const json& body, httplib::Response& res) {
   }
 
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [=](size_t, httplib::DataSink& sink) {
-        auto write = [&](const std::string& out) {
-          if (out.empty() || sink.write(out.data(), out.size())) return true;
-          stream->cancel();
-          return false;
-        };
-        BlockWriter blocks;
-        json start = {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model},
-                      {"content", json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
-                      {"usage", {{"input_tokens", n_prompt}, {"output_tokens", 0}}}};
-        if (!write(sse_event("message_start", {{"type", "message_start"}, {"message", start}}))) return false;
-        for (;;) {
-          GenerationEvent e = stream->next();
-          std::string out;
-          if (e.kind == GenerationEvent::Kind::kError) {
-            out = sse_event("error", anthropic_error_body(generation_failed(e.status)));
-            if (!write(out)) return false;
-            break;
-          }
-          if (e.kind == GenerationEvent::Kind::kText) {
-            blocks.add(adapter->push(e.text), &out);
-            if (!write(out)) return false;
-            continue;
-          }
-          blocks.add(adapter->finish(), &out);
-          blocks.finish(&out);
-          out += sse_event("message_delta",
-                           {{"type", "message_delta"},
-                            {"delta", {{"stop_reason", stop_reason(e.result, adapter->has_tool_calls())},
-                                       {"stop_sequence", stop_sequence(e.result)}}},
-                            {"usage", {{"output_tokens", static_cast<int64_t>(e.result.tokens.size())}}}});
-          out += sse_event("message_stop", {{"type", "message_stop"}});
-          if (!write(out)) return false;
-          break;
-        }
-        sink.done();
-        return true;
-      },
-      [stream](bool) { stream->cancel(); });
+  if (!res.start_stream(200, "text/event-stream")) return;
+  auto write = [&](const std::string& out) { return out.empty() || res.write(out); };
+  BlockWriter blocks;
+  json start = {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model},
+                {"content", json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
+                {"usage", {{"input_tokens", n_prompt}, {"output_tokens", 0}}}};
+  if (!write(sse_event("message_start", {{"type", "message_start"}, {"message", start}}))) return;
+  for (;;) {
+    GenerationEvent e = stream->next();
+    std::string out;
+    if (e.kind == GenerationEvent::Kind::kError) {
+      // A failure or the server shutting down: an error event and no message_stop, never a fake end_turn.
+      write(sse_event("error", anthropic_error_body(generation_error(e))));
+      return;
+    }
+    if (e.kind == GenerationEvent::Kind::kText) {
+      blocks.add(adapter->push(e.text), &out);
+      if (!write(out)) return;  // the client is gone: the guard cancels the generation
+      continue;
+    }
+    blocks.add(adapter->finish(), &out);
+    blocks.finish(&out);
+    out += sse_event("message_delta",
+                     {{"type", "message_delta"},
+                      {"delta", {{"stop_reason", stop_reason(e.result, adapter->has_tool_calls())},
+                                 {"stop_sequence", stop_sequence(e.result)}}},
+                      {"usage", {{"output_tokens", static_cast<int64_t>(e.result.tokens.size())}}}});
+    out += sse_event("message_stop", {{"type", "message_stop"}});
+    write(out);
+    return;
+  }
 }
 
-void count_tokens(ServerState& s, const json& body, httplib::Response& res) {
+void count_tokens(ServerState& s, const json& body, http::Response& res) {
   RenderedPrompt prompt = render_messages(s, body);
   send_json(res, {{"input_tokens", static_cast<int64_t>(prompt.ids.size())}});
 }
 
 }  // namespace
 
-void register_anthropic_routes(httplib::Server& http, ServerState& s) {
-  post_json(http, s, "/v1/messages", Dialect::kAnthropic,
-            [&s](const json& body, httplib::Response& res) { messages(s, body, res); });
-  post_json(http, s, "/v1/messages/count_tokens", Dialect::kAnthropic,
-            [&s](const json& body, httplib::Response& res) { count_tokens(s, body, res); });
+void register_anthropic_routes(http::Router& router, ServerState& s) {
+  post_json(router, s, "/v1/messages", Dialect::kAnthropic,
+            [&s](const json& body, http::Response& res) { messages(s, body, res); });
+  post_json(router, s, "/v1/messages/count_tokens", Dialect::kAnthropic,
+            [&s](const json& body, http::Response& res) { count_tokens(s, body, res); });
 }
 
 }  // namespace saker::server

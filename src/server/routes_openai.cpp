@@ -5,6 +5,7 @@
 #include "server/output_adapter.h"
 #include "server/request_params.h"
 #include "server/server_state.h"
+#include "server/tool_choice.h"
 
 namespace saker::server {
 
@@ -48,17 +49,10 @@ void completion_logprobs(const text::Tokenizer& tok, const std::vector<Generated
   }
 }
 
+// Only for a generation that finished (a shutdown arrives as an error event, see generation_error).
 std::string finish_reason(const GenerateResult& r, bool tool_calls) {
   if (tool_calls) return "tool_calls";
   return r.finish == FinishReason::kLength ? "length" : "stop";
-}
-
-ApiError generation_failed(const Status& st) {
-  ApiError e;
-  e.status = 500;
-  e.type = "server_error";
-  e.message = "generation failed: " + st.message();
-  return e;
 }
 
 json tool_call_json(const ToolCallDelta& d, bool streaming) {
@@ -108,68 +102,71 @@ std::vector<ChoiceRun> submit_choices(ServerState& s, const std::vector<int32_t>
   return runs;
 }
 
-// Streams every choice in turn with `chunk(run, delta, tokens, final_result)` building the SSE payloads.
-// Cancels the generations when the client goes away.
-void stream_choices(httplib::Response& res, std::shared_ptr<std::vector<ChoiceRun>> runs,
-                    std::function<bool(ChoiceRun&, const GenerationEvent&, httplib::DataSink&)> on_event,
-                    std::function<bool(httplib::DataSink&)> on_end) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [runs, on_event, on_end](size_t, httplib::DataSink& sink) {
-        for (ChoiceRun& run : *runs) {
-          for (;;) {
-            GenerationEvent e = run.stream->next();
-            const bool last = e.kind != GenerationEvent::Kind::kText;
-            if (!on_event(run, e, sink)) {
-              for (ChoiceRun& r : *runs) r.stream->cancel();
-              return false;
-            }
-            if (last) break;
-          }
-        }
-        if (!on_end(sink)) return false;
-        sink.done();
-        return true;
-      },
-      [runs](bool) {
-        for (ChoiceRun& r : *runs) r.stream->cancel();
-      });
+void cancel_all(const std::vector<ChoiceRun>& runs) {
+  for (const ChoiceRun& r : runs) r.stream->cancel();
 }
 
-// Cancels generations a non-streaming handler leaves behind (an error in one choice, an exception).
+// Cancels the generations of a client that leaves while they run or wait (streaming or not: the HTTP layer
+// notices the closed connection while the handler waits on them).
+void cancel_when_client_leaves(http::Response& res, const std::shared_ptr<std::vector<ChoiceRun>>& runs) {
+  res.on_client_gone([runs] { cancel_all(*runs); });
+}
+
+// Cancels generations a handler leaves behind (an error in one choice, an exception, a stream cut short).
 struct CancelOnExit {
   std::shared_ptr<std::vector<ChoiceRun>> runs;
-  ~CancelOnExit() {
-    for (ChoiceRun& r : *runs) r.stream->cancel();
-  }
+  ~CancelOnExit() { cancel_all(*runs); }
 };
 
-bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
+// Streams every choice in turn with `on_event(run, event, res)` writing the SSE payloads, then `on_end`.
+// Stops (and cancels the generations) when a write fails: the client is gone. An error event (a failed
+// generation, the server shutting down) ends the stream after on_event wrote it: no [DONE] follows, so a
+// client cannot take the answer for complete.
+void stream_choices(http::Response& res, const std::shared_ptr<std::vector<ChoiceRun>>& runs,
+                    const std::function<bool(ChoiceRun&, const GenerationEvent&, http::Response&)>& on_event,
+                    const std::function<bool(http::Response&)>& on_end) {
+  CancelOnExit guard{runs};
+  cancel_when_client_leaves(res, runs);
+  res.set_header("Cache-Control", "no-cache");
+  if (!res.start_stream(200, "text/event-stream")) return;
+  for (ChoiceRun& run : *runs) {
+    for (;;) {
+      GenerationEvent e = run.stream->next();
+      const bool last = e.kind != GenerationEvent::Kind::kText;
+      if (!on_event(run, e, res) || e.kind == GenerationEvent::Kind::kError) return;
+      if (last) break;
+    }
+  }
+  on_end(res);
+}
+
+bool write(http::Response& sink, const std::string& s) { return sink.write(s); }
 
 // ---- /v1/chat/completions ----
 
-void chat_completions(ServerState& s, const json& body, httplib::Response& res) {
+void chat_completions(ServerState& s, const json& body, http::Response& res) {
   s.check_model(body);
   json messages = normalize_openai_messages(body);
-  json tools = read_openai_tools(body);
-  if (auto tc = body.find("tool_choice"); tc != body.end() && tc->is_string() && *tc == "none") tools = nullptr;
+  const json tools = apply_openai_tool_choice(body, read_openai_tools(body));
   json kwargs = body.value("chat_template_kwargs", json::object());
   if (!kwargs.is_object()) throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
   OpenAiParams p = read_openai_params(body, true, s.served.tokenizer.get());
-  auto text = s.prompt->render(messages, tools, true, kwargs);
-  if (!text.ok()) throw invalid_request(text.status().message(), "messages", "chat_template_error");
-  const std::vector<int32_t> ids = s.tokenize_prompt(*text, true);
+  s.check_generations(p.n, "n", fmt::format("'n' is {}", p.n));
+  // The turn boundary: message text is text, only the template's markup becomes control tokens.
+  const ServerState::ChatTokens prompt = s.render_chat(messages, tools, true, kwargs);
+  const std::string& text = prompt.text;
+  const std::vector<int32_t>& ids = prompt.ids;
   fit_to_context(&p.options, p.max_tokens, static_cast<int64_t>(ids.size()), s.executor->n_ctx(), "messages");
 
   const std::string id = random_id("chatcmpl-");
   const int64_t created = unix_time();
   const std::string model = s.options.model_id;
   const text::Tokenizer& tok = *s.served.tokenizer;
-  auto runs = std::make_shared<std::vector<ChoiceRun>>(submit_choices(s, ids, p, tools, *text, 0));
+  auto runs = std::make_shared<std::vector<ChoiceRun>>(submit_choices(s, ids, p, tools, text, 0));
 
   if (!p.stream) {
     CancelOnExit guard{runs};
+    cancel_when_client_leaves(res, runs);
     json choices = json::array();
     Usage usage;
     for (ChoiceRun& run : *runs) {
@@ -191,7 +188,7 @@ void chat_completions(ServerState& s, const json& body, httplib::Response& res) 
       for (;;) {
         GenerationEvent e = run.stream->next();
         if (p.logprobs) for (const auto& t : chat_logprobs(tok, e.tokens)) logprobs.push_back(t);
-        if (e.kind == GenerationEvent::Kind::kError) throw generation_failed(e.status);
+        if (e.kind == GenerationEvent::Kind::kError) throw generation_error(e);
         if (e.kind == GenerationEvent::Kind::kText) {
           absorb(run.adapter->push(e.text));
           continue;
@@ -232,7 +229,7 @@ void chat_completions(ServerState& s, const json& body, httplib::Response& res) 
   auto started = std::make_shared<std::vector<bool>>(runs->size(), false);
   stream_choices(
       res, runs,
-      [=, &tok](ChoiceRun& run, const GenerationEvent& e, httplib::DataSink& sink) {
+      [=, &tok](ChoiceRun& run, const GenerationEvent& e, http::Response& sink) {
         std::string out;
         const size_t k = static_cast<size_t>(run.index);
         if (!(*started)[k]) {
@@ -240,7 +237,7 @@ void chat_completions(ServerState& s, const json& body, httplib::Response& res) 
           out += chunk(run.index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
         }
         if (e.kind == GenerationEvent::Kind::kError) {
-          out += sse_data(openai_error_body(generation_failed(e.status)));
+          out += sse_data(openai_error_body(generation_error(e)));
           return write(sink, out);
         }
         json lp = want_logprobs && !e.tokens.empty() ? json{{"content", chat_logprobs(tok, e.tokens)}} : json(nullptr);
@@ -259,7 +256,7 @@ void chat_completions(ServerState& s, const json& body, httplib::Response& res) 
         }
         return out.empty() || write(sink, out);
       },
-      [=](httplib::DataSink& sink) {
+      [=](http::Response& sink) {
         std::string out;
         if (include_usage) {
           out += sse_data({{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
@@ -272,10 +269,19 @@ void chat_completions(ServerState& s, const json& body, httplib::Response& res) 
 
 // ---- /v1/completions ----
 
-// `prompt`: a string, an array of strings, an array of token ids, or an array of such arrays.
-std::vector<std::vector<int32_t>> read_completion_prompts(const ServerState& s, const json& body) {
+// `prompt`: a string, an array of strings, an array of token ids, or an array of such arrays. The prompts are
+// counted (against the 16 allowed and --max-generations with n) before any is tokenized. A string is all the
+// request's text: control-token text in it is text unless --allow-special-in-content.
+std::vector<std::vector<int32_t>> read_completion_prompts(const ServerState& s, const json& body, int32_t n) {
   auto it = body.find("prompt");
-  if (it == body.end()) throw invalid_request("'prompt' is required", "prompt");
+  if (it == body.end() || it->is_null()) throw invalid_request("'prompt' is required", "prompt");
+  const bool one = it->is_string() || (it->is_array() && !it->empty() && (*it)[0].is_number());
+  const int64_t n_prompts = one ? 1 : (it->is_array() ? static_cast<int64_t>(it->size()) : 1);
+  if (n_prompts > 16) {
+    throw invalid_request(fmt::format("'prompt' holds {} prompts; at most 16 are allowed", n_prompts), "prompt");
+  }
+  s.check_generations(n_prompts * n, n > s.options.max_generations ? "n" : "prompt",
+                      fmt::format("'prompt' holds {} prompt(s) and 'n' is {}", n_prompts, n));
   const text::Tokenizer& tok = *s.served.tokenizer;
   auto ids_of = [&](const json& arr, const std::string& param) {
     std::vector<int32_t> ids;
@@ -291,7 +297,7 @@ std::vector<std::vector<int32_t>> read_completion_prompts(const ServerState& s, 
   };
   std::vector<std::vector<int32_t>> out;
   if (it->is_string()) {
-    out.push_back(s.tokenize_prompt(it->get<std::string>(), true));
+    out.push_back(s.tokenize_completion(it->get<std::string>()));
   } else if (it->is_array() && !it->empty() && (*it)[0].is_number()) {
     out.push_back(ids_of(*it, "prompt"));
   } else if (it->is_array() && !it->empty()) {
@@ -299,7 +305,7 @@ std::vector<std::vector<int32_t>> read_completion_prompts(const ServerState& s, 
       const json& v = (*it)[i];
       const std::string param = fmt::format("prompt[{}]", i);
       if (v.is_string()) {
-        out.push_back(s.tokenize_prompt(v.get<std::string>(), true));
+        out.push_back(s.tokenize_completion(v.get<std::string>()));
       } else if (v.is_array()) {
         out.push_back(ids_of(v, param));
       } else {
@@ -309,18 +315,17 @@ std::vector<std::vector<int32_t>> read_completion_prompts(const ServerState& s, 
   } else {
     throw invalid_request("'prompt' must be a non-empty string, array of strings or array of token ids", "prompt");
   }
-  if (out.size() > 16) throw invalid_request("'prompt' holds more than 16 prompts", "prompt");
   return out;
 }
 
-void completions(ServerState& s, const json& body, httplib::Response& res) {
+void completions(ServerState& s, const json& body, http::Response& res) {
   s.check_model(body);
   OpenAiParams p = read_openai_params(body, false, s.served.tokenizer.get());
   if (read_bool(body, "echo").value_or(false)) throw invalid_request("'echo' is not supported", "echo", "unsupported_parameter");
   if (auto suffix = read_string(body, "suffix"); suffix && !suffix->empty()) {
     throw invalid_request("'suffix' is not supported", "suffix", "unsupported_parameter");
   }
-  const auto prompts = read_completion_prompts(s, body);
+  const auto prompts = read_completion_prompts(s, body, p.n);
   // Every prompt is checked before any is submitted.
   std::vector<OpenAiParams> per_prompt(prompts.size(), p);
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -342,6 +347,7 @@ void completions(ServerState& s, const json& body, httplib::Response& res) {
 
   if (!p.stream) {
     CancelOnExit guard{runs};
+    cancel_when_client_leaves(res, runs);
     json choices = json::array();
     Usage usage;
     usage.prompt = prompt_total;
@@ -351,7 +357,7 @@ void completions(ServerState& s, const json& body, httplib::Response& res) {
       for (;;) {
         GenerationEvent e = run.stream->next();
         if (p.logprobs) completion_logprobs(tok, e.tokens, text.size(), &logprobs);
-        if (e.kind == GenerationEvent::Kind::kError) throw generation_failed(e.status);
+        if (e.kind == GenerationEvent::Kind::kError) throw generation_error(e);
         if (e.kind == GenerationEvent::Kind::kText) {
           text += e.text;
           continue;
@@ -380,9 +386,9 @@ void completions(ServerState& s, const json& body, httplib::Response& res) {
   };
   stream_choices(
       res, runs,
-      [=, &tok](ChoiceRun& run, const GenerationEvent& e, httplib::DataSink& sink) {
+      [=, &tok](ChoiceRun& run, const GenerationEvent& e, http::Response& sink) {
         if (e.kind == GenerationEvent::Kind::kError) {
-          return write(sink, sse_data(openai_error_body(generation_failed(e.status))));
+          return write(sink, sse_data(openai_error_body(generation_error(e))));
         }
         json lp = nullptr;
         size_t& off = (*offsets)[static_cast<size_t>(run.index)];
@@ -397,7 +403,7 @@ void completions(ServerState& s, const json& body, httplib::Response& res) {
         }
         return write(sink, out);
       },
-      [=](httplib::DataSink& sink) {
+      [=](http::Response& sink) {
         std::string out;
         if (include_usage) {
           out += sse_data({{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
@@ -410,11 +416,11 @@ void completions(ServerState& s, const json& body, httplib::Response& res) {
 
 }  // namespace
 
-void register_openai_routes(httplib::Server& http, ServerState& s) {
-  post_json(http, s, "/v1/chat/completions", Dialect::kOpenAi,
-            [&s](const json& body, httplib::Response& res) { chat_completions(s, body, res); });
-  post_json(http, s, "/v1/completions", Dialect::kOpenAi,
-            [&s](const json& body, httplib::Response& res) { completions(s, body, res); });
+void register_openai_routes(http::Router& router, ServerState& s) {
+  post_json(router, s, "/v1/chat/completions", Dialect::kOpenAi,
+            [&s](const json& body, http::Response& res) { chat_completions(s, body, res); });
+  post_json(router, s, "/v1/completions", Dialect::kOpenAi,
+            [&s](const json& body, http::Response& res) { completions(s, body, res); });
 }
 
 }  // namespace saker::server

@@ -11,6 +11,8 @@
 
 #include "core/log.h"
 #include "formats/json_parse.h"
+#include "server/browser_guard.h"
+#include "server/http/server.h"
 #include "server/messages.h"
 #include "server/request_params.h"
 #include "server/server_state.h"
@@ -33,14 +35,22 @@ ApiError not_ready() {
 }
 
 // Bearer token (OpenAI clients) or x-api-key (Anthropic clients).
-bool authorized(const ServerState& s, const httplib::Request& req) {
+bool authorized(const ServerState& s, const http::Request& req) {
   if (s.options.api_key.empty()) return true;
-  if (req.get_header_value("x-api-key") == s.options.api_key) return true;
-  const std::string auth = req.get_header_value("Authorization");
-  return auth == "Bearer " + s.options.api_key;
+  if (req.header("x-api-key") == s.options.api_key) return true;
+  return req.header("Authorization") == "Bearer " + s.options.api_key;
 }
 
-std::string metrics_endpoint(const httplib::Request& req, const httplib::Response& res) {
+ApiError unauthorized() {
+  ApiError e;
+  e.status = 401;
+  e.type = "invalid_request_error";
+  e.code = "invalid_api_key";
+  e.message = "Incorrect or missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'";
+  return e;
+}
+
+std::string metrics_endpoint(const http::Request& req) {
   static const char* known[] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/messages",
                                 "/v1/messages/count_tokens", "/health", "/metrics", "/tokenize", "/detokenize",
                                 "/apply-template"};
@@ -48,12 +58,37 @@ std::string metrics_endpoint(const httplib::Request& req, const httplib::Respons
     if (req.path == k) return k;
   }
   if (req.path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
-  (void)res;
   return "other";
 }
 
-void register_basic_routes(httplib::Server& http, ServerState& s) {
-  http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
+// The answers the HTTP layer and the router give themselves (malformed request, body too large, connection
+// limits, unknown route, wrong method), in the error shape of the API the path belongs to.
+void refuse(const http::Request& req, int status, const std::string& message, http::Response& res) {
+  ApiError e;
+  e.status = status;
+  e.type = status >= 500 ? "server_error" : "invalid_request_error";
+  e.message = message;
+  send_error(res, dialect_of(req.path), e);
+}
+
+http::ServerOptions http_options(const ServerOptions& o) {
+  auto seconds = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  http::ServerOptions h;
+  h.host = o.host;
+  h.port = o.port;
+  h.worker_threads = o.http_threads > 0 ? o.http_threads : 64 + 4 * o.n_parallel;
+  h.max_connections = o.max_connections;
+  h.max_connections_per_client = o.max_connections_per_client;
+  h.header_timeout = seconds(o.http_header_timeout_s);
+  h.idle_timeout = seconds(o.http_idle_timeout_s);
+  // After the grace, the generations left end as shut down: their handlers get this long to send that (a 503,
+  // a stream's error event) before the connections are cut.
+  h.stop_answer_timeout = std::chrono::milliseconds(500);
+  return h;
+}
+
+void register_basic_routes(http::Router& http, ServerState& s) {
+  http.get("/health", [&s](const http::Request&, http::Response& res) {
     if (!s.ready.load()) {
       json body = openai_error_body(not_ready());
       body["status"] = "loading";
@@ -62,7 +97,7 @@ void register_basic_routes(httplib::Server& http, ServerState& s) {
     }
     send_json(res, {{"status", "ok"}});
   });
-  http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
+  http.get("/metrics", [&s](const http::Request&, http::Response& res) {
     ExecutorStats st;
     if (s.ready.load()) st = s.executor->stats();
     res.set_content(s.metrics.render(st, s.ready.load()),
@@ -77,13 +112,17 @@ void register_basic_routes(httplib::Server& http, ServerState& s) {
     }
     return m;
   };
-  http.Get("/v1/models", [&s, model_object](const httplib::Request&, httplib::Response& res) {
+  http.get("/v1/models", [&s, model_object](const http::Request&, http::Response& res) {
+    if (!s.ready.load()) {
+      send_error(res, Dialect::kOpenAi, not_ready());
+      return;
+    }
     send_json(res, {{"object", "list"}, {"data", json::array({model_object(s.options.model_id)})}});
   });
-  http.Get(R"(/v1/models/(.+))", [&s, model_object](const httplib::Request& req, httplib::Response& res) {
-    const std::string id = req.matches[1];
-    json probe = {{"model", id}};
+  http.get("/v1/models/{id}", [&s, model_object](const http::Request& req, http::Response& res) {
+    json probe = {{"model", req.path_param}};
     try {
+      if (!s.ready.load()) throw not_ready();
       s.check_model(probe);
     } catch (const ApiError& e) {
       send_error(res, Dialect::kOpenAi, e);
@@ -92,7 +131,7 @@ void register_basic_routes(httplib::Server& http, ServerState& s) {
     send_json(res, model_object(s.options.model_id));
   });
 
-  post_json(http, s, "/tokenize", Dialect::kOpenAi, [&s](const json& body, httplib::Response& res) {
+  post_json(http, s, "/tokenize", Dialect::kOpenAi, [&s](const json& body, http::Response& res) {
     std::string text;
     bool found = false;
     for (const char* key : {"content", "prompt", "text"}) {
@@ -104,7 +143,9 @@ void register_basic_routes(httplib::Server& http, ServerState& s) {
     }
     if (!found) throw invalid_request("'content' (the text to tokenize) is required", "content");
     const bool add_special = read_bool(body, "add_special").value_or(false);
-    const bool parse_special = read_bool(body, "parse_special").value_or(true);
+    // /tokenize encodes what the caller asks for (it builds no prompt); by default control-token text is read
+    // the way this server reads it in prompts.
+    const bool parse_special = read_bool(body, "parse_special").value_or(s.options.allow_special_in_content);
     const bool with_pieces = read_bool(body, "with_pieces").value_or(false);
     const std::vector<int32_t> ids = s.served.tokenizer->encode(text, add_special, parse_special);
     json tokens = json::array();
@@ -118,7 +159,7 @@ void register_basic_routes(httplib::Server& http, ServerState& s) {
     }
     send_json(res, {{"tokens", tokens}, {"count", ids.size()}});
   });
-  post_json(http, s, "/detokenize", Dialect::kOpenAi, [&s](const json& body, httplib::Response& res) {
+  post_json(http, s, "/detokenize", Dialect::kOpenAi, [&s](const json& body, http::Response& res) {
     auto it = body.find("tokens");
     if (it == body.end() || !it->is_array()) throw invalid_request("'tokens' must be an array of token ids", "tokens");
     std::vector<int32_t> ids;
@@ -136,15 +177,15 @@ void register_basic_routes(httplib::Server& http, ServerState& s) {
     const std::string text = s.served.tokenizer->decode(ids, d);
     send_json(res, {{"content", text}});
   });
-  post_json(http, s, "/apply-template", Dialect::kOpenAi, [&s](const json& body, httplib::Response& res) {
+  post_json(http, s, "/apply-template", Dialect::kOpenAi, [&s](const json& body, http::Response& res) {
     const json messages = normalize_openai_messages(body);
     const json tools = read_openai_tools(body);
     const bool add_gen = read_bool(body, "add_generation_prompt").value_or(true);
     json kwargs = body.value("chat_template_kwargs", json::object());
     if (!kwargs.is_object()) throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
-    auto text = s.prompt->render(messages, tools, add_gen, kwargs);
-    if (!text.ok()) throw invalid_request(text.status().message(), "messages", "chat_template_error");
-    send_json(res, {{"prompt", *text}});
+    // The prompt as the chat routes build it, and its token count across the turn boundary.
+    const ServerState::ChatTokens prompt = s.render_chat(messages, tools, add_gen, kwargs);
+    send_json(res, {{"prompt", prompt.text}, {"n_tokens", prompt.ids.size()}});
   });
 }
 
@@ -168,22 +209,49 @@ void ServerState::check_model(const json& body) const {
   throw e;
 }
 
-std::vector<int32_t> ServerState::tokenize_prompt(const std::string& text, bool add_special) const {
-  const text::Tokenizer& tok = *served.tokenizer;
-  bool add = add_special;
-  if (add && tok.vocab().add_bos() && tok.vocab().bos_id() >= 0) {
-    const std::string bos = tok.token_to_piece(tok.vocab().bos_id(), true);
-    if (!bos.empty() && text.rfind(bos, 0) == 0) add = false;  // the template wrote it
-  }
-  return tok.encode(text, add, true);
+ServerState::ChatTokens ServerState::render_chat(const json& messages, const json& tools, bool add_generation_prompt,
+                                                 const json& kwargs) const {
+  auto rendered = prompt->render_marked(messages, tools, add_generation_prompt, kwargs);
+  if (!rendered.ok()) throw invalid_request(rendered.status().message(), "messages", "chat_template_error");
+  ChatTokens out;
+  out.ids = prompt->tokenize(*rendered, true, options.allow_special_in_content);
+  out.text = std::move(rendered->text);
+  return out;
 }
 
-void send_json(httplib::Response& res, const json& body, int status) {
+std::vector<int32_t> ServerState::tokenize_completion(const std::string& text) const {
+  return prompt->tokenize_text(text, true, options.allow_special_in_content);
+}
+
+void ServerState::check_generations(int64_t generations, const std::string& param, const std::string& what) const {
+  if (generations <= options.max_generations) return;
+  throw invalid_request(fmt::format("{}: {} generations in one request, more than this server allows ({}; "
+                                    "--max-generations)",
+                                    what, generations, options.max_generations),
+                        param);
+}
+
+ApiError generation_error(const GenerationEvent& e) {
+  ApiError err;
+  err.type = "server_error";
+  if (e.shutdown) {
+    err.status = 503;
+    err.code = "shutting_down";
+    err.message = "the server is shutting down and stopped this generation before it finished; retry on a "
+                  "running server";
+  } else {
+    err.status = 500;
+    err.message = "generation failed: " + e.status.message();
+  }
+  return err;
+}
+
+void send_json(http::Response& res, const json& body, int status) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
-void send_error(httplib::Response& res, Dialect dialect, const ApiError& e) {
+void send_error(http::Response& res, Dialect dialect, const ApiError& e) {
   send_json(res, dialect == Dialect::kAnthropic ? anthropic_error_body(e) : openai_error_body(e), e.status);
 }
 
@@ -204,8 +272,8 @@ int64_t unix_time() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void post_json(httplib::Server& http, ServerState& s, const std::string& path, Dialect dialect, JsonHandler handler) {
-  http.Post(path, [&s, dialect, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+void post_json(http::Router& router, ServerState& s, const std::string& path, Dialect dialect, JsonHandler handler) {
+  router.post(path, [&s, dialect, handler = std::move(handler)](const http::Request& req, http::Response& res) {
     try {
       if (!s.ready.load()) throw not_ready();
       auto parsed = parse_json(req.body, "request body", 0, {.max_depth = 128});
@@ -214,10 +282,16 @@ void post_json(httplib::Server& http, ServerState& s, const std::string& path, D
       if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
       handler(body, res);
     } catch (const ApiError& e) {
+      if (res.streaming()) throw;  // a started stream cannot become an error answer: the HTTP layer cuts it
       send_error(res, dialect, e);
     } catch (const json::exception& e) {
-      send_error(res, dialect, invalid_request(fmt::format("a field has the wrong type: {}", e.what())));
+      // Every field is read by a checker that names it; a library error reaching here is a field that none
+      // checked. The client gets a refusal, the log the detail.
+      if (res.streaming()) throw;
+      SAKER_LOG_WARN("{} {}: unchecked JSON access: {}", req.method, req.path, e.what());
+      send_error(res, dialect, invalid_request("a field of the request has the wrong type"));
     } catch (const std::exception& e) {
+      if (res.streaming()) throw;
       ApiError err;
       err.status = 500;
       err.type = "server_error";
@@ -232,73 +306,44 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
   auto state = std::make_unique<ServerState>();
   ServerState& s = *state;
   s.options = options;
-  httplib::Server http;
-  const size_t n_threads = options.http_threads > 0 ? static_cast<size_t>(options.http_threads)
-                                                    : static_cast<size_t>(64 + 4 * options.n_parallel);
-  http.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-  http.set_payload_max_length(64u << 20);
-  http.set_read_timeout(30);
-  http.set_write_timeout(30);
-  http.set_keep_alive_max_count(1000);
-  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (req.path == "/health" || req.path == "/metrics" || authorized(s, req)) return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e;
-    e.status = 401;
-    e.type = "invalid_request_error";
-    e.code = "invalid_api_key";
-    e.message = "Incorrect or missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'";
-    send_error(res, dialect_of(req.path), e);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    ApiError e;
-    e.status = res.status;
-    e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
-    e.message = res.status == 404 ? fmt::format("no route {} {}", req.method, req.path)
-                : res.status == 413 ? "the request body is too large"
-                                    : fmt::format("HTTP {}", res.status);
-    send_error(res, dialect_of(req.path), e);
-  });
-  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    ApiError e;
-    e.status = 500;
-    e.type = "server_error";
-    e.message = "internal error: " + what;
-    send_error(res, dialect_of(req.path), e);
-  });
-  http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
-    s.metrics.on_request(metrics_endpoint(req, res), res.status);
-    SAKER_LOG_DEBUG("{} {} -> {}", req.method, req.path, res.status);
-  });
-  register_basic_routes(http, s);
-  register_openai_routes(http, s);
-  register_anthropic_routes(http, s);
-
-  if (!http.bind_to_port(options.host, options.port)) {
-    SAKER_LOG_ERROR("cannot listen on {}:{} (in use, or not an address of this machine)", options.host, options.port);
+  http::Router router(refuse);
+  register_basic_routes(router, s);
+  register_openai_routes(router, s);
+  register_anthropic_routes(router, s);
+  const BrowserGuard guard(options);
+  // Every request: what a web page may send (Host, Origin, Content-Type; CORS), the API key (probes need
+  // none), the route, then its metrics.
+  http::Server http(
+      http_options(options),
+      [&s, &router, &guard](http::Request& req, http::Response& res) {
+        try {
+          if (guard.admit(req, res) == BrowserGuard::Admission::kServe) {
+            if (req.path == "/health" || req.path == "/metrics" || authorized(s, req)) {
+              router.dispatch(req, res);
+            } else {
+              send_error(res, dialect_of(req.path), unauthorized());
+            }
+          }
+        } catch (const ApiError& e) {
+          send_error(res, dialect_of(req.path), e);
+        }
+        s.metrics.on_request(metrics_endpoint(req), res.status);
+        SAKER_LOG_DEBUG("{} {} -> {}", req.method, req.path, res.status);
+      },
+      refuse);
+  if (Status st = http.start(); !st.ok()) {
+    SAKER_LOG_ERROR("{}", st.message());
     return 1;
   }
-  // The listener's own end is tracked here: http.is_running() is false until the thread has started listening, so a
-  // fast model load could otherwise read it as "stopped" and shut the server down at once.
-  std::atomic<bool> listener_done{false};
-  std::thread listener([&http, &listener_done] {
-    http.listen_after_bind();
-    listener_done.store(true);
-  });
   SAKER_LOG_INFO("listening on http://{}:{} (loading the model; /health answers 503 until it is ready)", options.host,
-                 options.port);
+                 http.port());
   auto shutdown = [&](int code) {
-    if (auto* engine = dynamic_cast<EngineExecutor*>(s.executor.get())) engine->cancel_all();
-    http.stop();
-    listener.join();
+    // Running requests may finish within the grace period; then whatever they still wait on ends as shut
+    // down (each answers a 503 or a stream's error event, never a completed answer) and the connections close.
+    const auto grace = std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, options.shutdown_grace_s) * 1000));
+    http.stop(grace, [&s] {
+      if (auto* engine = dynamic_cast<EngineExecutor*>(s.executor.get())) engine->cancel_all();
+    });
     state.reset();
     return code;
   };
@@ -344,8 +389,9 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
   SAKER_LOG_INFO("ready: model '{}', {} sequence(s) at once of up to {} tokens, KV pool of {} pages x {} tokens, "
                  "chat template: {}",
                  options.model_id, options.n_parallel, n_ctx, es.kv_pages_total, es.kv_page_tokens, s.prompt->kind());
-  while (!stop->load() && !listener_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  SAKER_LOG_INFO("shutting down");
+  while (!stop->load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  SAKER_LOG_INFO("shutting down: running requests may finish for {} s, then what is left ends with an error",
+                 options.shutdown_grace_s);
   return shutdown(0);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// `saker serve`: the HTTP server. The listener starts before the model loads, so GET /health answers 503
-// while loading and 200 once ready; every other route answers 503 until then.
+// `saker serve`: the HTTP server (over server/http). The listener starts before the model loads, so GET
+// /health answers 503 while loading and 200 once ready; every other route answers 503 until then.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -23,7 +23,24 @@ struct ServerOptions {
   int32_t n_parallel = 4;            // sequences generated at once
   std::string model_id;              // the name /v1/models lists and requests must use
   std::vector<std::string> aliases;  // more names requests may use for the model
-  int32_t http_threads = 0;          // 0: enough for every slot plus queued and idle connections
+  // The turn boundary: control-token text (<|im_start|>, <|endoftext|>) in message content and completions
+  // prompts is tokenized as text unless this is set (trusted callers that write turns themselves).
+  bool allow_special_in_content = false;
+  int32_t max_generations = 64;      // a request's n x prompts may not exceed this (400 naming the field)
+  // Browser safety. Origins (scheme://host[:port]) whose pages may call the server: they get CORS headers and
+  // preflight answers. Without an API key, any other Origin is refused (403), POST bodies must be
+  // application/json (415), and on a loopback bind the Host must be a loopback name (403: DNS rebinding).
+  std::vector<std::string> cors_origins;
+  // HTTP (server/http): connections are held by a few event-driven I/O threads; handlers run on worker threads
+  // (each running or queued request's handler holds one while it waits on its generation).
+  int32_t http_threads = 0;                 // handler threads; 0: 64 + 4 per parallel sequence
+  int32_t max_connections = 2048;           // open connections in all; past it a 503
+  int32_t max_connections_per_client = 256; // open connections from one client address; past it a 503
+  double http_header_timeout_s = 10;        // a request's whole header must arrive within this
+  double http_idle_timeout_s = 30;          // a keep-alive connection without a request is closed after this
+  // On SIGTERM / SIGINT, running requests may finish for this long; what is left then ends with an error
+  // (a 503, a stream's error event) and the process exits.
+  double shutdown_grace_s = 5;
   // The batched engine: --parallel sequences run at once over one KV pool of kv_tokens slots.
   int64_t kv_tokens = 0;             // 0: n_parallel * n_ctx
   int32_t kv_block = 16;             // tokens per KV page

@@ -3,6 +3,7 @@ import os
 import pathlib
 import socket
 import subprocess
+import threading
 import time
 
 import requests
@@ -94,3 +95,28 @@ def tiny_model_path(tmp_path_factory) -> pathlib.Path:
     if _MODEL_DIR is None:
         _MODEL_DIR = tmp_path_factory.mktemp("server-model")
     return synth_tiny_model(_MODEL_DIR)
+
+
+class HeaderTrickler:
+    """A client that sends a request line and then one more header byte every 0.1 s, never finishing its
+    header: what a slow-loris attack does. Closes its socket on close()."""
+
+    def __init__(self, port: int, head: bytes = b"GET /health HTTP/1.1\r\n"):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.sendall(head)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+        self._thread.start()
+
+    def _run(self):
+        try:
+            while not self._stop.is_set():
+                self.sock.sendall(b"X")
+                time.sleep(0.1)
+        except OSError:
+            pass  # the server closed it
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()

@@ -71,7 +71,7 @@ def test_count_tokens(server, client):
     assert n == m.usage.input_tokens
     prompt = requests.post(server.url + "/apply-template",
                            json={"messages": [{"role": "system", "content": "Be brief."}] + msgs}).json()["prompt"]
-    assert n == requests.post(server.url + "/tokenize", json={"content": prompt}).json()["count"]
+    assert n == requests.post(server.url + "/tokenize", json={"content": prompt, "parse_special": True}).json()["count"]
 
 
 def test_stop_sequence(client):

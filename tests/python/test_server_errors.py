@@ -128,7 +128,7 @@ def test_client_disconnect_mid_stream_frees_the_slot(tmp_path_factory):
         body = json.dumps({"model": "tiny", "prompt": "x", "max_tokens": 16000, "stream": True, "temperature": 1,
                            "logit_bias": {"300": 100}}).encode()
         s = socket.create_connection(("127.0.0.1", server.port))
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         assert b"200 OK" in s.recv(4096)
         s.close()  # gone after the first chunk
