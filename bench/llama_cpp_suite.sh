@@ -12,6 +12,21 @@
 set -u
 mode=$1
 
+if [ "$mode" = source ]; then
+  OUT=$(realpath -m "$2"); VERSION=${3:-0.3.36}
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  python3 -m pip download -q --no-deps --no-binary=:all: -d "$tmp" "llama-cpp-python==$VERSION" || exit 1
+  tar xzf "$tmp"/llama_cpp_python-*.tar.gz -C "$tmp" || exit 1
+  # Left out: docs, models, tests and examples (not built), the web UI's sources (LLAMA_BUILD_UI=OFF) and the
+  # other GPU backends.
+  excludes=(docs models media tests benches gguf-py examples tools/ui/src tools/ui/tests tools/ui/package-lock.json)
+  for b in sycl vulkan opencl hexagon metal et; do excludes+=("ggml/src/ggml-$b"); done
+  args=(); for e in "${excludes[@]}"; do args+=(--exclude="llama.cpp/$e"); done
+  tar cf - -C "$tmp"/llama_cpp_python-*/vendor "${args[@]}" llama.cpp | xz -9 -T0 > "$OUT" || exit 1
+  echo "llama.cpp source: $OUT ($(du -h "$OUT" | cut -f1))"
+  exit 0
+fi
+
 if [ "$mode" = build ]; then
   SRC=$2; BUILD=$3
   jobs=$(nproc)
@@ -27,7 +42,7 @@ if [ "$mode" = build ]; then
   exit $rc
 fi
 
-[ "$mode" = run ] || { echo "usage: $0 build SRC BUILD | run BUILD MODEL OUT" >&2; exit 2; }
+[ "$mode" = run ] || { echo "usage: $0 source OUT.tar.xz [VERSION] | build SRC BUILD | run BUILD MODEL OUT" >&2; exit 2; }
 BUILD=$2; MODEL=$3; OUT=$4
 BIN=$BUILD/bin
 [ -x "$BIN/llama-batched-bench" ] && [ -s "$MODEL" ] || { echo "missing $BIN/llama-batched-bench or $MODEL" >&2; exit 1; }
