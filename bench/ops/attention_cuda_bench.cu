@@ -290,20 +290,24 @@ int main(int argc, char** argv) {
   Timer timer;
   if (quick) timer.warmup = 2, timer.runs = 20;
 
-  // Names without a kernel run the automatic choice (decode kernel for 1-7 rows at GQA 4, verify kernel
-  // for 8-64 rows, tiled for prefill); the others force one for comparison.
+  // Names without a kernel run the automatic choice (split-K for 1-7 rows at GQA 4, verify kernel for 8-64
+  // rows, tiled for prefill); the others force one for comparison.
   std::vector<AttentionCase> cases = {
       {"decode 1 tok ctx 4096", 1, 1, 4096, false},
-      {"decode 1 tok ctx 4096 split-K", 1, 1, 4096, false, K::kSplitK},
+      {"decode 1 tok ctx 4096 warp", 1, 1, 4096, false, K::kWarpDecode},
+      {"decode 1 tok ctx 512", 1, 1, 512, false},
+      {"decode 1 tok ctx 512 warp", 1, 1, 512, false, K::kWarpDecode},
+      {"decode 1 tok ctx 8192", 1, 1, 8192, false},
+      {"decode 1 tok ctx 8192 warp", 1, 1, 8192, false, K::kWarpDecode},
       {"decode 4 rows ctx 4096", 1, 4, 4096, false},
       {"decode 16 rows ctx 4096", 1, 16, 4096, false},
       {"decode 16 rows ctx 4096 decode-k", 1, 16, 4096, false, K::kDecode},
       {"decode 16 rows ctx 4096 split-K", 1, 16, 4096, false, K::kSplitK},
       {"decode 1 tok ctx 32768", 1, 1, 32768, false},
-      {"decode 1 tok ctx 32768 split-K", 1, 1, 32768, false, K::kSplitK},
+      {"decode 1 tok ctx 32768 warp", 1, 1, 32768, false, K::kWarpDecode},
       {"decode 16 rows ctx 32768", 1, 16, 32768, false},
       {"decode 32 seqs x ctx 4096", 32, 1, 4096, false},
-      {"decode 32 seqs x ctx 4096 split-K", 32, 1, 4096, false, K::kSplitK},
+      {"decode 32 seqs x ctx 4096 warp", 32, 1, 4096, false, K::kWarpDecode},
       {"verify 64 rows ctx 4096", 1, 64, 4096, false},
       {"verify 64 rows ctx 4096 tiled", 1, 64, 4096, false, K::kTiled},
       {"verify 64 rows ctx 4096 split-K", 1, 64, 4096, false, K::kSplitK},
@@ -314,7 +318,19 @@ int main(int argc, char** argv) {
       {"prefill causal 2048 split-K f32", 1, 2048, 2048, true, K::kSplitK},
   };
   if (quick) {
-    cases = {cases[0], cases[1], cases[2], cases[3], cases[4], cases[5], cases[6], cases[7], cases[11], cases[12], cases[14], cases[15]};
+    // Each quick case by name, so the list above can grow.
+    const char* quick_names[] = {"decode 1 tok ctx 4096", "decode 1 tok ctx 4096 warp", "decode 1 tok ctx 512",
+                                 "decode 1 tok ctx 512 warp", "decode 1 tok ctx 8192", "decode 1 tok ctx 8192 warp",
+                                 "decode 4 rows ctx 4096", "decode 16 rows ctx 4096", "decode 1 tok ctx 32768",
+                                 "decode 1 tok ctx 32768 warp", "decode 32 seqs x ctx 4096",
+                                 "decode 32 seqs x ctx 4096 warp", "verify 64 rows ctx 4096", "prefill causal 2048"};
+    std::vector<AttentionCase> picked;
+    for (const char* n : quick_names) {
+      for (const AttentionCase& c : cases) {
+        if (c.name == std::string(n)) picked.push_back(c);
+      }
+    }
+    cases = picked;
   }
   std::vector<Row> rows;
   for (const AttentionCase& c : cases) {

@@ -13,7 +13,8 @@
 //   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)
 //   SAKER_CUDA_ATTENTION comma-separated: "decode": automatic CUDA attention picks the flash-decode kernel
 //                     (kDecode) for 1-7 rows instead of split-K; "noverify": never the verify kernel (kVerify);
-//                     "notiled": never the tiled prefill kernel. Forced kernels are unaffected.
+//                     "notiled": never the tiled prefill kernel; "warp": the warp decode kernel (kWarpDecode)
+//                     for one token per sequence instead of split-K. Forced kernels are unaffected.
 
 #include <string>
 

@@ -113,7 +113,8 @@ void expect_case(const std::vector<SeqSpec>& specs, const Shape& sh, uint32_t se
   // Every case through the automatic choice and through each kernel forced.
   for (cuda::AttentionKernel k : {cuda::AttentionKernel::kAuto, cuda::AttentionKernel::kSplitK,
                                   cuda::AttentionKernel::kTiled, cuda::AttentionKernel::kDecode,
-                                  cuda::AttentionKernel::kVerify, cuda::AttentionKernel::kTiledPair}) {
+                                  cuda::AttentionKernel::kVerify, cuda::AttentionKernel::kTiledPair,
+                                  cuda::AttentionKernel::kWarpDecode}) {
     Shape s = sh;
     s.kernel = k;
     std::string why;
@@ -123,9 +124,11 @@ void expect_case(const std::vector<SeqSpec>& specs, const Shape& sh, uint32_t se
                        : k == cuda::AttentionKernel::kTiled  ? "tiled"
                        : k == cuda::AttentionKernel::kDecode ? "decode"
                        : k == cuda::AttentionKernel::kVerify ? "verify"
+                       : k == cuda::AttentionKernel::kWarpDecode ? "warp"
                                                              : "tpair";
     std::printf("[ nmse ] %-40s %-6s %.3g\n", what.c_str(), name, e);
-    const bool f32 = k == cuda::AttentionKernel::kSplitK || k == cuda::AttentionKernel::kDecode;
+    const bool f32 = k == cuda::AttentionKernel::kSplitK || k == cuda::AttentionKernel::kDecode ||
+                     k == cuda::AttentionKernel::kWarpDecode;
     EXPECT_LT(e, f32 ? kSplitNmse : kTiledNmse) << what << " kernel " << name << " " << why;
   }
 }
@@ -223,7 +226,7 @@ TEST(CudaAttention, GqaRatiosAndHeadDims) {
   SAKER_REQUIRE_GPU();
   uint32_t seed = 800;
   for (int32_t head_dim : {32, 64, 80, 96, 128, 256}) {
-    for (int32_t ratio : {1, 4, 8}) {
+    for (int32_t ratio : {1, 3, 4, 8}) {
       Shape s;
       s.head_dim = head_dim;
       s.n_head_kv = 2;

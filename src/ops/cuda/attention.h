@@ -34,12 +34,14 @@ enum class AttentionKernel : uint8_t {
   kVerify,  // f16 tensor-core tiles of one KV head's GQA group x up to 64 / group rows, keys split: verify
   kTiledPair,  // kTiled with 8-warp blocks over two query heads of a GQA group sharing each K/V tile (even
                // group; otherwise kTiled). Not chosen by kAuto yet.
+  kWarpDecode,  // f32 flash-decoding, one query token per block, warps streaming keys in registers with no
+                // barrier (head_dim 64/128/256, GQA group <= 8; otherwise kSplitK). Not chosen by kAuto.
 };
 
 // kAuto: kTiled for prefill-sized batches, kVerify when a sequence brings >= 32 query vectors (rows x GQA
-// group) and at most 64 rows, kSplitK below that (measured faster than kDecode on the H200). The switch
-// SAKER_CUDA_ATTENTION (core/env.h) changes the automatic choices: "notiled", "noverify", "decode" (kDecode
-// for 1-7 rows), e.g. "noverify,decode".
+// group) and at most 64 rows, kSplitK below that (measured faster than kDecode and kWarpDecode on the H200).
+// The switch SAKER_CUDA_ATTENTION (core/env.h) changes the automatic choices: "notiled", "noverify",
+// "decode" (kDecode for 1-7 rows), "warp" (kWarpDecode for one token per sequence), e.g. "noverify,decode".
 
 struct AttentionLaunch {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;

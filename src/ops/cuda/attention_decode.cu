@@ -235,37 +235,79 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
 }
 
 // out[t, h] = sum_i w_i acc_i / sum_i w_i l_i with w_i = exp(m_i - max m): one warp per (token, head).
+// The lanes read the (m, l) of different splits at once (the maximum and the denominator are warp
+// reductions), keep the weights in shared memory, and then stream the splits' sums as float4 rows with
+// kInFlight splits' loads issued before any is used: a loop that waited for one split at a time made the
+// combine a chain of n_splits memory latencies (with 64 splits, longer than the split kernel itself).
+constexpr int kCombineWarps = 4;
+constexpr int kCombineMaxSplits = 512;  // plan_splits caps the splits below this
+constexpr int kInFlight = 8;
+
 template <int D>
-__global__ void __launch_bounds__(128) combine_kernel(const float2* __restrict__ part_ml,
-                                                      const float* __restrict__ part_acc, int32_t n_splits,
-                                                      int64_t n_rows, float* __restrict__ out) {
-  const int64_t row = blockIdx.x * 4 + (threadIdx.x >> 5);  // row = t * n_head + h
-  const int lane = threadIdx.x & 31;
-  if (row >= n_rows) return;
+__global__ void __launch_bounds__(kCombineWarps * 32) combine_kernel(const float2* __restrict__ part_ml,
+                                                                     const float* __restrict__ part_acc,
+                                                                     int32_t n_splits, int64_t n_rows,
+                                                                     float* __restrict__ out) {
+  __shared__ float weight_s[kCombineWarps][kCombineMaxSplits];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row = blockIdx.x * static_cast<int64_t>(kCombineWarps) + warp;  // row = t * n_head + h
+  if (row >= n_rows) return;  // whole warps leave: no block barrier follows
+  float* w_s = weight_s[warp];
   float m = -INFINITY;
-  for (int i = 0; i < n_splits; ++i) m = fmaxf(m, part_ml[i * n_rows + row].x);
-  constexpr int kPer = (D + 31) / 32;  // lane owns elements lane + 32 k below D
-  float acc[kPer];
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) acc[k] = 0.0f;
+  for (int i = lane; i < n_splits; i += 32) m = fmaxf(m, part_ml[i * n_rows + row].x);
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   float l = 0.0f;
-  if (m != -INFINITY) {
-    for (int i = 0; i < n_splits; ++i) {
-      const float2 ml = part_ml[i * n_rows + row];
-      if (ml.x == -INFINITY) continue;  // an empty slice (its acc is not written)
-      const float w = expf(ml.x - m);
-      l += w * ml.y;
-      const float* src = part_acc + (i * n_rows + row) * D;
+  for (int i = lane; i < n_splits; i += 32) {
+    const float2 ml = part_ml[i * n_rows + row];
+    // An empty slice (m = -inf) has weight 0 and its sums were never written: it is skipped below.
+    const float w = (m == -INFINITY || ml.x == -INFINITY) ? 0.0f : expf(ml.x - m);
+    w_s[i] = w;
+    l += w * ml.y;
+  }
+  for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+  __syncwarp();
+
+  constexpr int kVec = D / 4;                 // float4 per row
+  constexpr int kPer = (kVec + 31) / 32;      // float4 this lane owns: lane + 32 k below kVec
+  float4 acc[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) acc[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const float4* src = reinterpret_cast<const float4*>(part_acc);
+  for (int i0 = 0; i0 < n_splits; i0 += kInFlight) {
+    float4 x[kInFlight][kPer];
+    float w[kInFlight];
+#pragma unroll
+    for (int j = 0; j < kInFlight; ++j) {
+      const int i = i0 + j;
+      w[j] = i < n_splits ? w_s[i] : 0.0f;
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
-        if (lane + 32 * k < D) acc[k] += w * src[lane + 32 * k];
+        const int c = lane + 32 * k;
+        x[j][k] = (w[j] != 0.0f && c < kVec) ? src[(i * n_rows + row) * kVec + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kInFlight; ++j) {
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        acc[k].x = fmaf(w[j], x[j][k].x, acc[k].x);
+        acc[k].y = fmaf(w[j], x[j][k].y, acc[k].y);
+        acc[k].z = fmaf(w[j], x[j][k].z, acc[k].z);
+        acc[k].w = fmaf(w[j], x[j][k].w, acc[k].w);
       }
     }
   }
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
+  float* dst = out + row * D;  // out need not be 16-byte aligned: four scalar stores
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    if (lane + 32 * k < D) out[row * D + lane + 32 * k] = acc[k] * inv;
+    const int c = lane + 32 * k;
+    if (c < kVec) {
+      dst[4 * c] = acc[k].x * inv;
+      dst[4 * c + 1] = acc[k].y * inv;
+      dst[4 * c + 2] = acc[k].z * inv;
+      dst[4 * c + 3] = acc[k].w * inv;
+    }
   }
 }
 
@@ -284,9 +326,12 @@ Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
 
 template <int D>
 Status combine(const SplitAttentionArgs& a, cudaStream_t stream) {
+  if (a.n_splits > kCombineMaxSplits) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: more key splits than the combine holds");
+  }
   const int64_t n_rows = static_cast<int64_t>(a.layout.n_tokens) * a.n_head;
-  combine_kernel<D><<<static_cast<unsigned>((n_rows + 3) / 4), 128, 0, stream>>>(a.part_ml, a.part_acc, a.n_splits,
-                                                                               n_rows, a.out);
+  combine_kernel<D><<<static_cast<unsigned>((n_rows + kCombineWarps - 1) / kCombineWarps), kCombineWarps * 32, 0,
+                      stream>>>(a.part_ml, a.part_acc, a.n_splits, n_rows, a.out);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

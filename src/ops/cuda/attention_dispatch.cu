@@ -1,6 +1,7 @@
 // Public entry points of the paged attention: argument checks, the launch plan (rows per block, number of
 // key splits, workspace) and the choice of kernel. The plan depends only on the packed layout (n_tokens,
-// n_seqs) and the AttentionLaunch capacities, never on the lengths in device memory.
+// n_seqs), the AttentionLaunch capacities and whether q can be read as float4, never on the lengths in
+// device memory.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,7 @@ struct Plan {
   bool tiled = false;
   bool decode = false;
   bool verify = false;
+  bool warp = false;    // the warp decode kernel
   bool paired = false;  // tiled with two query heads per block
   int32_t rows_per_tile = 1;
   int32_t n_splits = 1;
@@ -78,7 +80,9 @@ void plan_splits(Plan& plan, const PackedAttentionLayout& L, const AttentionLaun
   }
 }
 
-Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
+// q and q_stride only decide whether kernels that read q as float4 may run (null: assume they may).
+Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch, const float* q = nullptr,
+               int64_t q_stride = 4) {
   Plan plan;
   const PackedAttentionLayout& L = batch.layout;
   const int32_t group = launch.n_head / launch.n_head_kv;
@@ -103,11 +107,26 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch)
     plan_splits(plan, L, launch, per_seq, 64 / group, 4LL * sm_count(), 256, 512);
     return plan;
   }
+  // The warp decode kernel, one token and GQA group per block, for one token per sequence only when asked
+  // for (SAKER_CUDA_ATTENTION=warp): measured on the H200 (attention_cuda_bench, 32/8 heads, d 128) it loses
+  // to split-K at every context (ctx 512: 27.7 vs 18.8 us; 4096: 33.8 vs 27.4; 32768: 180.8 vs 115.6; 32
+  // sequences x 4096: 427 vs 346): each warp waits on the page lookup and loads of one 8-key chunk at a time.
+  // Slices of at least 128 keys at the capacity length, split until the grid has ~4 blocks per SM.
+  const bool q_vec = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
+  const bool warp_fits = q_vec && detail::warp_decode_supports(launch.head_dim, group, L.n_tokens);
+  plan.warp = warp_fits && (launch.kernel == AttentionKernel::kWarpDecode ||
+                            (launch.kernel == AttentionKernel::kAuto && per_seq == 1 && !auto_allows("warp")));
+  if (plan.warp) {
+    plan_splits(plan, L, launch, 1, 1, 4LL * sm_count(),
+                std::max<int64_t>(128, detail::warp_decode_slice_keys(launch.head_dim)), 256);
+    return plan;
+  }
   // The decode kernel holds at most kDecodeMaxQueries query vectors per block: rows of one sequence times
   // the GQA group.
   // Automatic choice keeps the split-K kernel for 1-7 rows: measured on the H200 (attention_cuda_bench, 32/8
-  // heads, d 128) it beats the decode kernel at every context (ctx 4096: 31.7 vs 51.3 us; 32768: 132 vs 234;
-  // 32 sequences x 4096: 346 vs 511). SAKER_CUDA_ATTENTION=decode opts back in.
+  // heads, d 128, before the combine read splits in parallel) it beats the decode kernel at every context
+  // (ctx 4096: 31.7 vs 51.3 us; 32768: 132 vs 234; 32 sequences x 4096: 346 vs 511).
+  // SAKER_CUDA_ATTENTION=decode opts back in.
   plan.decode = group <= detail::kDecodeMaxQueries &&
                 (launch.kernel == AttentionKernel::kDecode ||
                  (launch.kernel == AttentionKernel::kAuto && per_seq <= 64 && !auto_allows("decode")));
@@ -128,8 +147,12 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch)
 
 size_t attention_workspace_bytes(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
   if (!check(batch, launch).ok() || batch.layout.n_tokens <= 0) return 0;
+  // The workspace covers the plan with q aligned (the largest); an unaligned q runs a plan that needs less.
   const Plan plan = make_plan(batch, launch);
-  return plan.ml_bytes + plan.acc_bytes;
+  AttentionLaunch split_launch = launch;
+  split_launch.kernel = AttentionKernel::kSplitK;
+  const Plan split = make_plan(batch, split_launch);
+  return std::max(plan.ml_bytes + plan.acc_bytes, split.ml_bytes + split.acc_bytes);
 }
 
 Status attention(const float* q, int64_t q_stride, const __half* k_cache, const __half* v_cache,
@@ -140,7 +163,7 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
   if (q_stride < static_cast<int64_t>(launch.n_head) * launch.head_dim) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: q_stride below n_head * head_dim");
   }
-  Plan plan = make_plan(batch, launch);
+  Plan plan = make_plan(batch, launch, q, q_stride);
   if (workspace_bytes < plan.ml_bytes + plan.acc_bytes || (plan.n_splits > 1 && workspace == nullptr)) {
     return make_error(StatusCode::kInvalidArgument,
                       "cuda attention: workspace smaller than attention_workspace_bytes()");
@@ -172,6 +195,7 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
     a.part_acc = reinterpret_cast<float*>(static_cast<char*>(workspace) + plan.ml_bytes);
   }
   if (plan.tiled) return detail::launch_tiled_attention(a, stream, plan.paired);
+  if (plan.warp) return detail::launch_warp_decode_attention(a, stream);
   if (plan.verify) return detail::launch_verify_attention(a, stream);
   return plan.decode ? detail::launch_decode_attention(a, stream) : detail::launch_split_attention(a, stream);
 }

@@ -78,6 +78,16 @@ Status launch_split_combine(const SplitAttentionArgs& a, cudaStream_t stream);
 // memory with cp.async (K and V in two groups) and computes in f32. Same partials as split-K. Any mask.
 Status launch_decode_attention(const SplitAttentionArgs& a, cudaStream_t stream);
 
+// Warp decode attention: grid (n_splits, n_head_kv, n_tokens), one query token (rows_per_tile = 1) and one
+// KV head's GQA group (<= kWarpDecodeMaxGroup heads) per block; its four warps stream interleaved chunks of
+// the slice's keys into registers with no block barrier until the end. Same partials as split-K. Any mask.
+// Needs q 16-byte aligned and q_stride % 4 == 0, and warp_decode_supports().
+constexpr int32_t kWarpDecodeMaxGroup = 8;
+bool warp_decode_supports(int32_t head_dim, int32_t group, int32_t n_tokens);
+// Keys one round of the block's four warps covers (slices are whole multiples of a warp's chunk).
+int32_t warp_decode_slice_keys(int32_t head_dim);
+Status launch_warp_decode_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+
 // Tensor-core verify attention: grid (n_splits, n_head_kv, ceil(n_tokens / rows_per_tile)), rows_per_tile *
 // group <= 64 query vectors (one KV head's GQA group over the tile's tokens) per block, keys split like
 // split-K (slices rounded to 64-key tiles), same partials. Needs q 16-byte aligned and q_stride % 4 == 0.
