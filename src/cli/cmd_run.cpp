@@ -8,11 +8,9 @@
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "cli/speculation_args.h"
 #include "engine/engine_generator.h"
 #include "engine/generator.h"
-#include "spec/dflash_drafter.h"
-#include "spec/dflash_proposer.h"
-#include "spec/speculative_generator.h"
 
 namespace saker::cli {
 namespace {
@@ -41,8 +39,7 @@ struct RunArgs {
   bool no_graphs = false;
   std::string logits_out;
   bool no_blas = false;
-  std::string drafter;
-  int32_t draft_tree = 0;
+  SpeculationArgs spec;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& s) {
@@ -70,13 +67,10 @@ void print_ids(const std::vector<int32_t>& tokens) {
 
 // What speculation cannot honour yet is refused rather than ignored.
 Status check_speculative_args(const RunArgs& a) {
-  if (!a.logits_out.empty()) {
-    return make_error(StatusCode::kInvalidArgument, "--drafter: --logits-out is not supported with a drafter");
+  if (a.spec.any() && !a.logits_out.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "--logits-out is not supported with speculative decoding");
   }
-  if (a.device == "cuda") {
-    return make_error(StatusCode::kUnsupported, "--drafter runs on the CPU backend only for now: use --device cpu");
-  }
-  return {};
+  return check_speculation_args(a.spec, a.device);
 }
 
 SamplingParams sampling_from(const RunArgs& a) {
@@ -95,18 +89,13 @@ SamplingParams sampling_from(const RunArgs& a) {
 
 int run(const RunArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of -p/--prompt and --prompt-ids");
-  if (!a.drafter.empty()) {
-    if (Status st = check_speculative_args(a); !st.ok()) return fail(st.to_string());
-  } else if (a.draft_tree > 0) {
-    return fail("--draft-tree needs --drafter");
-  }
+  if (Status st = check_speculative_args(a); !st.ok()) return fail(st.to_string());
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.fast_attention = !a.ref_ops;
   ops.matmul.blas = !a.no_blas;
   ops.cuda_graphs = !a.no_graphs;
-  // The drafter reads the target's hidden states, which only the CPU backend taps so far.
-  auto loaded = load_model_on(a.model, ops, a.drafter.empty() ? a.device : "cpu");
+  auto loaded = load_model_on(a.model, ops, speculation_device(a.spec, a.device));
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;
 
@@ -122,22 +111,15 @@ int run(const RunArgs& a) {
   const ModelHParams& h = lm.model->hparams();
   const int64_t n_ctx = a.n_ctx > 0 ? a.n_ctx : std::min<int64_t>(h.n_ctx_train, 4096);
   std::unique_ptr<SequenceGenerator> gen;
-  std::shared_ptr<const spec::DFlashWeights> drafter;
   if (a.logits_out.empty()) {
-    // Decoding on the batched engine (one sequence), the same step the server runs; with a drafter, each step
+    // Decoding on the batched engine (one sequence), the same step the server runs; with a proposer, each step
     // verifies its drafts: the same tokens as plain decoding with the same flags and seed.
     EngineOptions eo;
     eo.max_seqs = 1;
     eo.n_ctx = n_ctx;
-    if (!a.drafter.empty()) {
-      auto w = spec::DFlashWeights::load(a.drafter, lm.weights);
-      if (!w.ok()) return fail(w.status().to_string());
-      drafter = std::move(w).value();
-      eo.proposer = [drafter, n_ctx, tree = a.draft_tree, ops]() -> Result<std::unique_ptr<Proposer>> {
-        SAKER_ASSIGN_OR_RETURN(auto p, spec::DFlashProposer::create(drafter, n_ctx, tree, ops));
-        return std::unique_ptr<Proposer>(std::move(p));
-      };
-    }
+    auto maker = make_proposer_maker(a.spec, lm.weights, ops);
+    if (!maker.ok()) return fail(maker.status().to_string());
+    if (*maker) eo.proposer = [maker = *maker, n_ctx] { return maker(n_ctx); };
     auto g = EngineGenerator::create(*lm.model, lm.tokenizer.get(), eo);
     if (!g.ok()) return fail(g.status().to_string());
     gen = std::move(g).value();
@@ -185,11 +167,8 @@ int run(const RunArgs& a) {
              r.tokens.size(), r.generate_ms, n_gen_steps * 1000.0 / std::max(r.generate_ms, 1e-9),
              finish_reason_name(r.finish));
   if (r.draft) {
-    const auto& c = drafter->config;
-    fmt::print(stderr, "speculative: {} verify steps, mean accepted length {:.3f} (block {}, {} draft layers, {}); "
-               "tokens per step: {}\n",
-               r.draft->verify_steps, r.draft->mean_accepted_length(), c.block_size, c.n_layer,
-               a.draft_tree > 0 ? fmt::format("tree of {} nodes", a.draft_tree) : std::string("chain"),
+    fmt::print(stderr, "speculative: {} verify steps, mean accepted length {:.3f} ({}); tokens per step: {}\n",
+               r.draft->verify_steps, r.draft->mean_accepted_length(), describe_speculation(a.spec),
                fmt::join(r.draft->tokens_per_step, " "));
   }
   return 0;
@@ -229,14 +208,7 @@ Command make_run_command() {
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
-        s->add_option("--drafter", a->drafter,
-                      "DFlash drafter folder (config.json + model.safetensors): speculative decoding, the same "
-                      "output as without it (CPU backend)");
-        s->add_option("--draft-tree", a->draft_tree,
-                      "With --drafter: verify a tree of up to N draft tokens grown from the drafter's top tokens per "
-                      "position (0: its single best chain)")
-            ->check(CLI::Range(0, spec::SpeculativeGenerator::kMaxTreeNodes))
-            ->capture_default_str();
+        add_speculation_options(s, &a->spec, "the generation");
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

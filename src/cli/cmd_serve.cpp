@@ -8,9 +8,8 @@
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "cli/speculation_args.h"
 #include "server/server.h"
-#include "spec/dflash_proposer.h"
-#include "spec/speculative_generator.h"
 
 namespace saker::cli {
 namespace {
@@ -22,8 +21,7 @@ struct ServeArgs {
   bool ref_ops = false;
   std::string device = "auto";
   bool no_graphs = false;
-  std::string drafter;
-  int32_t draft_tree = 0;
+  SpeculationArgs spec;
   int32_t load_delay_ms = 0;  // testing aid: /health stays 503 this much longer
 };
 
@@ -53,14 +51,10 @@ int run(ServeArgs a) {
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.cuda_graphs = !a.no_graphs;
-  if (a.draft_tree > 0 && a.drafter.empty()) return fail("--draft-tree needs --drafter");
-  if (!a.drafter.empty() && a.device == "cuda") {
-    return fail("--drafter runs on the CPU backend only for now: use --device cpu");
-  }
+  if (Status st = check_speculation_args(a.spec, a.device); !st.ok()) return fail(st.to_string());
   auto loader = [&]() -> Result<server::ServedModel> {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));
-    // The drafter reads the target's hidden states, which only the CPU backend taps so far.
-    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, a.drafter.empty() ? a.device : "cpu"));
+    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, speculation_device(a.spec, a.device)));
     if (!lm.tokenizer) {
       return make_error(StatusCode::kInvalidArgument, "{}: the model has no tokenizer; the server needs one", a.model);
     }
@@ -69,16 +63,8 @@ int run(ServeArgs a) {
     m.model = std::move(lm.model);
     m.tokenizer = std::move(lm.tokenizer);
     m.chat_template = template_override.empty() ? lm.chat_template : template_override;
-    if (!a.drafter.empty()) {
-      // The drafter's weights are loaded once (errors name the folder); each sequence gets its own drafter
-      // state (it holds one sequence's context).
-      SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
-                             spec::DFlashWeights::load(a.drafter, m.weights));
-      m.make_proposer = [=, tree = a.draft_tree](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
-        SAKER_ASSIGN_OR_RETURN(auto p, spec::DFlashProposer::create(drafter, n_ctx, tree, ops));
-        return std::unique_ptr<Proposer>(std::move(p));
-      };
-    }
+    // A drafter's weights are loaded once; each sequence gets its own proposer state.
+    SAKER_ASSIGN_OR_RETURN(m.make_proposer, make_proposer_maker(a.spec, m.weights, ops));
     return m;
   };
   return server::run_server(a.server, loader, &g_stop);
@@ -154,13 +140,7 @@ Command make_serve_command() {
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
-        s->add_option("--drafter", a->drafter,
-                      "DFlash drafter folder (config.json + model.safetensors): speculative decoding of every request "
-                      "inside the batched step, the same output as without it (CPU backend)");
-        s->add_option("--draft-tree", a->draft_tree,
-                      "With --drafter: verify a tree of up to N draft tokens (0: the drafter's best chain)")
-            ->check(CLI::Range(0, spec::SpeculativeGenerator::kMaxTreeNodes))
-            ->capture_default_str();
+        add_speculation_options(s, &a->spec, "every request inside the batched step");
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

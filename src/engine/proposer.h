@@ -2,7 +2,7 @@
 // Proposer: what a speculating sequence drafts from, inside the engine step. The engine feeds it the target's
 // tapped hidden states of every committed position (add_context) and asks it for a chain or tree of draft
 // tokens after the pending one (propose); the verify walk through the sequence's own Sampler keeps the output
-// exactly plain decoding's. spec/ implements it (the DFlash block drafter).
+// exactly plain decoding's. spec/ implements it (the DFlash block drafter, n-gram prompt lookup).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,15 +31,19 @@ struct DraftNodes {
 class Proposer {
  public:
   virtual ~Proposer() = default;
-  // The target's decoder layers whose outputs add_context reads (HiddenTaps::layers).
+  // The target's decoder layers whose outputs add_context reads (HiddenTaps::layers); empty: none.
   virtual std::span<const int32_t> tap_layers() const = 0;
+  // A proposer that reads taps needs every position fed through the target (no prefix-cache pages, which
+  // keep K/V but not hidden states); one that reads only tokens does not.
+  bool needs_taps() const { return !tap_layers().empty(); }
   // Forgets every context position (the sequence restarts: preempted and recomputed).
   virtual void reset() = 0;
   // The target's taps of positions [first, first + n): [n, n_taps, n_embd]; positions from `first` on replace
   // what was there.
   virtual Status add_context(int64_t first, int64_t n, const float* taps) = 0;
-  // Draft nodes after `pending` (at position n_context()), at most max_depth deep.
-  virtual Status propose(int32_t pending, int64_t max_depth, DraftNodes* out) = 0;
+  // Draft nodes after the pending token, at most max_depth deep. tokens: the sequence so far (prompt and
+  // generated); its last token is the pending one, at position tokens.size() - 1.
+  virtual Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) = 0;
   // The most nodes propose() returns (sizes the verify segment).
   virtual int64_t max_nodes() const = 0;
 };

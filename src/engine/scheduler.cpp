@@ -91,9 +91,8 @@ void Scheduler::preempt_newest() {
 bool Scheduler::admit_next(int64_t budget) {
   Sequence& s = *waiting_.front();
   // The last token must be fed (its row decides the next one), so at most tokens - 1 come from the cache.
-  // A speculating sequence prefills everything: its proposer needs the target's hidden states of every
-  // position, which cached pages do not keep.
-  const int64_t max_match = s.proposer ? 0 : static_cast<int64_t>(s.tokens.size()) - 1;
+  // A sequence whose proposer reads hidden states prefills everything: cached pages do not keep them.
+  const int64_t max_match = s.proposer && s.proposer->needs_taps() ? 0 : static_cast<int64_t>(s.tokens.size()) - 1;
   const int64_t matched = pool_.match_prefix(s.tokens, max_match, &s.pages);
   s.n_cached = matched;
   const int64_t n = std::min<int64_t>(s.n_pending(), options_.prefill_chunk);
@@ -143,7 +142,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
         // A speculating sequence: its drafts ride in the same step, when they fit the budget and the pool.
         const int64_t room = std::min<int64_t>(budget - 1, s->n_ctx - s->n_cached - 1);
         s->drafts.clear();
-        if (room > 0) SAKER_RETURN_IF_ERROR(s->proposer->propose(s->tokens.back(), room, &s->drafts));
+        if (room > 0) SAKER_RETURN_IF_ERROR(s->proposer->propose(s->tokens, room, &s->drafts));
         if (s->drafts.size() > 0 && s->drafts.size() <= room &&
             pool_.reserve(&s->pages, s->n_cached + 1 + s->drafts.size()).ok()) {
           append_tree(batch, s);

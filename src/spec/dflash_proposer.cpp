@@ -20,8 +20,10 @@ int64_t DFlashProposer::max_nodes() const {
   return tree_budget_ > 0 ? tree_budget_ : drafter_->config().block_size - 1;
 }
 
-Status DFlashProposer::propose(int32_t pending, int64_t max_depth, DraftNodes* out) {
+Status DFlashProposer::propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) {
   out->clear();
+  if (tokens.empty()) return make_error(StatusCode::kInvalidArgument, "propose: no pending token");
+  const int32_t pending = tokens.back();
   const int64_t depth = std::min<int64_t>(drafter_->config().block_size - 1, max_depth);
   if (depth <= 0) return {};
   if (tree_budget_ > 0) {

@@ -21,7 +21,7 @@ class DFlashProposer : public Proposer {
   Status add_context(int64_t first, int64_t n, const float* taps) override {
     return drafter_->add_context(first, n, taps);
   }
-  Status propose(int32_t pending, int64_t max_depth, DraftNodes* out) override;
+  Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   int64_t max_nodes() const override;
 
  private:

@@ -86,6 +86,39 @@ def test_run_with_drafter_samples_exactly_as_without(saker, flags):
     assert finish(spec) == finish(plain)
 
 
+@pytest.mark.parametrize("sampling,extra", [
+    (["--temp", "0"], []),
+    (["--temp", "0.8", "--seed", "7"], []),
+    (["--temp", "0"], ["--draft-max", "3", "--ngram-min", "1", "--ngram-max", "2"]),
+])
+def test_run_with_ngram_speculation_prints_the_same_as_without(saker, sampling, extra):
+    """`saker run --spec ngram`: prompt-lookup drafts verified in the engine step; same text and ids as plain
+    decoding, and the drafts are used (a Python body repeats its names)."""
+    load("metrics.json")
+    args = ["run", "-m", GGUF, "--device", "cpu", "-p", "def fibonacci(n):", "-n", "96", "--print-ids",
+            "--ignore-eos", *sampling]
+    plain = saker(*args)
+    spec = saker(*args, "--spec", "ngram", *extra)
+    assert spec.stdout == plain.stdout
+    line = next(l for l in spec.stderr.decode().splitlines() if l.startswith("speculative:"))
+    assert "n-gram prompt lookup" in line, line
+    steps = int(line.split()[1])
+    assert steps > 0 and float(line.split("mean accepted length ")[1].split()[0]) >= 1.0, line
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--spec", "ngram", "--drafter", str(MINI / "drafter")], "not both"),
+    (["--spec", "ngram", "--device", "cuda"], "CPU backend only"),
+    (["--spec", "ngram", "--ngram-min", "4", "--ngram-max", "2"], "--ngram-max"),
+    (["--spec", "lookahead"], "--spec"),
+    (["--draft-max", "4"], "--spec"),
+])
+def test_ngram_speculation_refuses_what_it_cannot_honour(saker, extra, message):
+    load("metrics.json")
+    r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", *extra, check=False)
+    assert r.returncode != 0 and message in r.stderr.decode(), r.stderr.decode()
+
+
 def test_draft_tree_needs_a_drafter_and_a_budget_in_range(saker):
     load("metrics.json")
     r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", "--draft-tree", "8", check=False)

@@ -82,6 +82,26 @@ def test_metrics_count_verify_steps(servers):
     assert steps > 0 and committed / steps > 1.0, (steps, committed)
 
 
+def test_ngram_speculation_serves_the_same_answers(servers, tmp_path_factory):
+    """`saker serve --spec ngram`: prompt-lookup drafts in the batched step, the same answers as without,
+    and the verify steps counted in /metrics."""
+    plain, _ = servers
+    ngram = Server(GGUF, "--spec", "ngram", "--parallel", "2", name="saker-mini",
+                   log_dir=tmp_path_factory.mktemp("server-logs"))
+    try:
+        for kwargs in (dict(temperature=0), dict(temperature=0.8, seed=5)):
+            for prompt in PROMPTS:
+                a = client(plain).completions.create(model="saker-mini", prompt=prompt, max_tokens=64, **kwargs)
+                b = client(ngram).completions.create(model="saker-mini", prompt=prompt, max_tokens=64, **kwargs)
+                assert b.choices[0].text == a.choices[0].text, (prompt, kwargs)
+                assert b.choices[0].finish_reason == a.choices[0].finish_reason
+        m = ngram.metrics()
+        assert m["saker_draft_verify_steps_total"] > 0, m
+        assert m["saker_draft_committed_tokens_total"] > m["saker_draft_verify_steps_total"], m
+    finally:
+        ngram.stop()
+
+
 def test_drafter_errors_stop_the_server_at_load(tmp_path):
     if not GGUF.exists():
         pytest.skip("models/saker-mini is absent: test skipped")

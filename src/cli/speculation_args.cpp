@@ -1,0 +1,97 @@
+#include "cli/speculation_args.h"
+
+#include <fmt/format.h>
+
+#include "spec/dflash_proposer.h"
+#include "spec/dflash_weights.h"
+#include "spec/ngram_proposer.h"
+#include "spec/speculative_generator.h"
+
+namespace saker::cli {
+
+void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::string& what) {
+  app->add_option("--drafter", a->drafter,
+                  "DFlash drafter folder (config.json + model.safetensors): speculative decoding of " + what +
+                      ", the same output as without it (CPU backend)");
+  app->add_option("--draft-tree", a->draft_tree,
+                  "With --drafter: verify a tree of up to N draft tokens grown from the drafter's top tokens per "
+                  "position (0: its single best chain)")
+      ->check(CLI::Range(0, spec::SpeculativeGenerator::kMaxTreeNodes))
+      ->capture_default_str();
+  CLI::Option* spec_opt = app->add_option("--spec", a->spec,
+                  "Speculative decoding without a draft model: 'ngram' drafts the tokens that followed the latest "
+                  "earlier occurrence of the sequence's last n-gram (prompt lookup); the same output as without "
+                  "it (CPU backend)")
+      ->check(CLI::IsMember({"ngram"}));
+  // At most kMaxTreeNodes, as a drafter's tree: a verify stays on the row-independent CPU paths.
+  app->add_option("--draft-max", a->draft_max, "With --spec ngram: most tokens drafted per step")
+      ->check(CLI::Range(1, spec::SpeculativeGenerator::kMaxTreeNodes))
+      ->capture_default_str()
+      ->needs(spec_opt);
+  app->add_option("--ngram-min", a->ngram_min, "With --spec ngram: shortest n-gram that may match")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str()
+      ->needs(spec_opt);
+  app->add_option("--ngram-max", a->ngram_max, "With --spec ngram: longest n-gram, tried first")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str()
+      ->needs(spec_opt);
+}
+
+Status check_speculation_args(const SpeculationArgs& a, const std::string& device) {
+  if (a.draft_tree > 0 && a.drafter.empty()) return make_error(StatusCode::kInvalidArgument, "--draft-tree needs --drafter");
+  if (!a.drafter.empty() && !a.spec.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "give one of --drafter and --spec, not both");
+  }
+  if (!a.spec.empty() && a.spec != "ngram") {
+    return make_error(StatusCode::kInvalidArgument, "--spec: unknown proposer '{}' (known: ngram)", a.spec);
+  }
+  if (a.ngram_max < a.ngram_min) {
+    return make_error(StatusCode::kInvalidArgument, "--ngram-max ({}) must be >= --ngram-min ({})", a.ngram_max,
+                      a.ngram_min);
+  }
+  if (a.any() && device == "cuda") {
+    return make_error(StatusCode::kUnsupported, "{} runs on the CPU backend only for now: use --device cpu",
+                      a.drafter.empty() ? "--spec" : "--drafter");
+  }
+  return {};
+}
+
+std::string speculation_device(const SpeculationArgs& a, const std::string& device) {
+  return a.any() ? "cpu" : device;
+}
+
+Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, std::shared_ptr<const ModelWeights> target,
+                                          const OpsOptions& ops) {
+  if (!a.drafter.empty()) {
+    SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
+                           spec::DFlashWeights::load(a.drafter, std::move(target)));
+    return ProposerMaker([drafter, tree = a.draft_tree, ops](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
+      SAKER_ASSIGN_OR_RETURN(auto p, spec::DFlashProposer::create(drafter, n_ctx, tree, ops));
+      return std::unique_ptr<Proposer>(std::move(p));
+    });
+  }
+  if (a.spec == "ngram") {
+    const spec::NgramOptions o{a.ngram_min, a.ngram_max, a.draft_max};
+    SAKER_RETURN_IF_ERROR(spec::NgramProposer::create(o).status());  // the options, checked once
+    return ProposerMaker([o](int64_t) -> Result<std::unique_ptr<Proposer>> {
+      SAKER_ASSIGN_OR_RETURN(auto p, spec::NgramProposer::create(o));
+      return std::unique_ptr<Proposer>(std::move(p));
+    });
+  }
+  return ProposerMaker();
+}
+
+std::string describe_speculation(const SpeculationArgs& a) {
+  if (!a.drafter.empty()) {
+    return fmt::format("DFlash drafter {}, {}", a.drafter,
+                       a.draft_tree > 0 ? fmt::format("tree of {} nodes", a.draft_tree) : std::string("chain"));
+  }
+  if (a.spec == "ngram") {
+    return fmt::format("n-gram prompt lookup ({}..{} tokens, up to {} drafted)", a.ngram_min, a.ngram_max,
+                       a.draft_max);
+  }
+  return "none";
+}
+
+}  // namespace saker::cli

@@ -1,0 +1,51 @@
+#pragma once
+// The speculative-decoding flags `saker run` and `saker serve` share, one spelling for every proposer:
+//   --drafter DIR [--draft-tree N]       the DFlash block drafter (reads the target's hidden states)
+//   --spec ngram [--draft-max N] [--ngram-min A --ngram-max B]   prompt lookup from the sequence's own tokens
+// and what turns them into the engine's per-sequence proposer factory.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+#include "engine/proposer.h"
+#include "models/model.h"
+
+namespace saker::cli {
+
+struct SpeculationArgs {
+  std::string drafter;      // DFlash drafter folder
+  int32_t draft_tree = 0;   // with --drafter: tree budget (0: chain)
+  std::string spec;         // "ngram"
+  int32_t draft_max = 8;    // with --spec ngram: most tokens drafted per step
+  int32_t ngram_min = 2, ngram_max = 4;
+
+  bool any() const { return !drafter.empty() || !spec.empty(); }
+  // The DFlash drafter reads hidden states, which only the CPU backend taps so far.
+  bool needs_taps() const { return !drafter.empty(); }
+};
+
+// Adds the flags to a subcommand; `what` ends the --drafter help ("every request inside the batched step").
+void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::string& what);
+
+// Refuses combinations speculation cannot honour yet, naming the flag: a tree without a drafter, both
+// proposers at once, an unknown --spec, and any speculation on the CUDA backend (its verify rows are not yet
+// computed exactly as one-row decode, so the output could part from plain decoding).
+Status check_speculation_args(const SpeculationArgs& a, const std::string& device);
+
+// The device to load the target on: the CPU whenever speculation is asked for (see above).
+std::string speculation_device(const SpeculationArgs& a, const std::string& device);
+
+// Per-sequence proposers for sequences of up to n_ctx tokens; null when no speculation was asked for. Loads
+// the drafter's weights once (errors name the folder).
+using ProposerMaker = std::function<Result<std::unique_ptr<Proposer>>(int64_t n_ctx)>;
+Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, std::shared_ptr<const ModelWeights> target,
+                                          const OpsOptions& ops);
+
+// One line for stderr after a speculative generation: what drafted and how much was accepted.
+std::string describe_speculation(const SpeculationArgs& a);
+
+}  // namespace saker::cli
