@@ -117,7 +117,7 @@ int run(const RunArgs& a) {
     EngineOptions eo;
     eo.max_seqs = 1;
     eo.n_ctx = n_ctx;
-    auto maker = make_proposer_maker(a.spec, lm.weights, ops);
+    auto maker = make_proposer_maker(a.spec, {lm.weights, lm.model.get(), lm.tokenizer.get()}, ops);
     if (!maker.ok()) return fail(maker.status().to_string());
     if (*maker) eo.proposer = [maker = *maker, n_ctx] { return maker(n_ctx); };
     auto g = EngineGenerator::create(*lm.model, lm.tokenizer.get(), eo);

@@ -64,7 +64,8 @@ int run(ServeArgs a) {
     m.tokenizer = std::move(lm.tokenizer);
     m.chat_template = template_override.empty() ? lm.chat_template : template_override;
     // A drafter's weights are loaded once; each sequence gets its own proposer state.
-    SAKER_ASSIGN_OR_RETURN(m.make_proposer, make_proposer_maker(a.spec, m.weights, ops));
+    SAKER_ASSIGN_OR_RETURN(m.make_proposer,
+                           make_proposer_maker(a.spec, {m.weights, m.model.get(), m.tokenizer.get()}, ops));
     return m;
   };
   return server::run_server(a.server, loader, &g_stop);

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "cli/model_loading.h"
 #include "spec/dflash_proposer.h"
+#include "spec/draft_model_proposer.h"
 #include "spec/dflash_weights.h"
 #include "spec/ngram_proposer.h"
 #include "spec/speculative_generator.h"
@@ -23,11 +25,13 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
                   "earlier occurrence of the sequence's last n-gram (prompt lookup); the same output as without "
                   "it (CPU backend)")
       ->check(CLI::IsMember({"ngram"}));
+  app->add_option("--draft-model", a->draft_model,
+                  "A smaller model of the same tokenizer (.gguf or HF folder) whose greedy tokens are drafted and "
+                  "verified: the same output as without it (CPU backend)");
   // At most kMaxTreeNodes, as a drafter's tree: a verify stays on the row-independent CPU paths.
-  app->add_option("--draft-max", a->draft_max, "With --spec ngram: most tokens drafted per step")
-      ->check(CLI::Range(1, spec::SpeculativeGenerator::kMaxTreeNodes))
-      ->capture_default_str()
-      ->needs(spec_opt);
+  app->add_option("--draft-max", a->draft_max,
+                  "With --spec ngram or --draft-model: most tokens drafted per step (default 8)")
+      ->check(CLI::Range(1, spec::SpeculativeGenerator::kMaxTreeNodes));
   app->add_option("--ngram-min", a->ngram_min, "With --spec ngram: shortest n-gram that may match")
       ->check(CLI::Range(1, 64))
       ->capture_default_str()
@@ -40,8 +44,11 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
 
 Status check_speculation_args(const SpeculationArgs& a, const std::string& device) {
   if (a.draft_tree > 0 && a.drafter.empty()) return make_error(StatusCode::kInvalidArgument, "--draft-tree needs --drafter");
-  if (!a.drafter.empty() && !a.spec.empty()) {
-    return make_error(StatusCode::kInvalidArgument, "give one of --drafter and --spec, not both");
+  if (a.proposers() > 1) {
+    return make_error(StatusCode::kInvalidArgument, "give one of --drafter, --draft-model and --spec, not both");
+  }
+  if (a.draft_max > 0 && a.spec.empty() && a.draft_model.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "--draft-max needs --spec ngram or --draft-model");
   }
   if (!a.spec.empty() && a.spec != "ngram") {
     return make_error(StatusCode::kInvalidArgument, "--spec: unknown proposer '{}' (known: ngram)", a.spec);
@@ -52,7 +59,7 @@ Status check_speculation_args(const SpeculationArgs& a, const std::string& devic
   }
   if (a.any() && device == "cuda") {
     return make_error(StatusCode::kUnsupported, "{} runs on the CPU backend only for now: use --device cpu",
-                      a.drafter.empty() ? "--spec" : "--drafter");
+                      !a.drafter.empty() ? "--drafter" : !a.draft_model.empty() ? "--draft-model" : "--spec");
   }
   return {};
 }
@@ -61,18 +68,32 @@ std::string speculation_device(const SpeculationArgs& a, const std::string& devi
   return a.any() ? "cpu" : device;
 }
 
-Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, std::shared_ptr<const ModelWeights> target,
+Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
                                           const OpsOptions& ops) {
   if (!a.drafter.empty()) {
     SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
-                           spec::DFlashWeights::load(a.drafter, std::move(target)));
+                           spec::DFlashWeights::load(a.drafter, target.weights));
     return ProposerMaker([drafter, tree = a.draft_tree, ops](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
       SAKER_ASSIGN_OR_RETURN(auto p, spec::DFlashProposer::create(drafter, n_ctx, tree, ops));
       return std::unique_ptr<Proposer>(std::move(p));
     });
   }
+  if (!a.draft_model.empty()) {
+    // One draft model for every sequence (its forward is shared; each proposer has its own KV cache), kept
+    // alive by the factory.
+    SAKER_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_on(a.draft_model, ops, "cpu"));
+    auto draft = std::make_shared<LoadedModel>(std::move(loaded));
+    if (target.model != nullptr) {
+      SAKER_RETURN_IF_ERROR(spec::check_draft_vocab(*target.model, target.tokenizer, *draft->model,
+                                                    draft->tokenizer.get()));
+    }
+    return ProposerMaker([draft, k = a.draft_len()](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
+      SAKER_ASSIGN_OR_RETURN(auto p, spec::DraftModelProposer::create(*draft->model, n_ctx, k));
+      return std::unique_ptr<Proposer>(std::move(p));
+    });
+  }
   if (a.spec == "ngram") {
-    const spec::NgramOptions o{a.ngram_min, a.ngram_max, a.draft_max};
+    const spec::NgramOptions o{a.ngram_min, a.ngram_max, a.draft_len()};
     SAKER_RETURN_IF_ERROR(spec::NgramProposer::create(o).status());  // the options, checked once
     return ProposerMaker([o](int64_t) -> Result<std::unique_ptr<Proposer>> {
       SAKER_ASSIGN_OR_RETURN(auto p, spec::NgramProposer::create(o));
@@ -87,9 +108,10 @@ std::string describe_speculation(const SpeculationArgs& a) {
     return fmt::format("DFlash drafter {}, {}", a.drafter,
                        a.draft_tree > 0 ? fmt::format("tree of {} nodes", a.draft_tree) : std::string("chain"));
   }
+  if (!a.draft_model.empty()) return fmt::format("draft model {}, up to {} drafted", a.draft_model, a.draft_len());
   if (a.spec == "ngram") {
     return fmt::format("n-gram prompt lookup ({}..{} tokens, up to {} drafted)", a.ngram_min, a.ngram_max,
-                       a.draft_max);
+                       a.draft_len());
   }
   return "none";
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The speculative-decoding flags `saker run` and `saker serve` share, one spelling for every proposer:
 //   --drafter DIR [--draft-tree N]       the DFlash block drafter (reads the target's hidden states)
+//   --draft-model FILE [--draft-max N]   a smaller model of the same tokenizer, its greedy chain
 //   --spec ngram [--draft-max N] [--ngram-min A --ngram-max B]   prompt lookup from the sequence's own tokens
 // and what turns them into the engine's per-sequence proposer factory.
 #include <cstdint>
@@ -13,17 +14,22 @@
 #include "core/status.h"
 #include "engine/proposer.h"
 #include "models/model.h"
+#include "text/tokenizer.h"
 
 namespace saker::cli {
 
 struct SpeculationArgs {
   std::string drafter;      // DFlash drafter folder
   int32_t draft_tree = 0;   // with --drafter: tree budget (0: chain)
+  std::string draft_model;  // a model file or folder of the target's tokenizer
   std::string spec;         // "ngram"
-  int32_t draft_max = 8;    // with --spec ngram: most tokens drafted per step
+  int32_t draft_max = 0;    // with --spec ngram or --draft-model: most tokens drafted per step (0: 8)
   int32_t ngram_min = 2, ngram_max = 4;
 
-  bool any() const { return !drafter.empty() || !spec.empty(); }
+  static constexpr int32_t kDefaultDraftMax = 8;
+  int32_t draft_len() const { return draft_max > 0 ? draft_max : kDefaultDraftMax; }
+  int proposers() const { return !drafter.empty() + !spec.empty() + !draft_model.empty(); }
+  bool any() const { return proposers() > 0; }
   // The DFlash drafter reads hidden states, which only the CPU backend taps so far.
   bool needs_taps() const { return !drafter.empty(); }
 };
@@ -39,10 +45,19 @@ Status check_speculation_args(const SpeculationArgs& a, const std::string& devic
 // The device to load the target on: the CPU whenever speculation is asked for (see above).
 std::string speculation_device(const SpeculationArgs& a, const std::string& device);
 
+// The target a proposer serves: its weights (a DFlash drafter borrows the embedding and head), forward and
+// tokenizer (a draft model must share it).
+struct SpeculationTarget {
+  std::shared_ptr<const ModelWeights> weights;
+  const Model* model = nullptr;
+  const text::Tokenizer* tokenizer = nullptr;
+};
+
 // Per-sequence proposers for sequences of up to n_ctx tokens; null when no speculation was asked for. Loads
-// the drafter's weights once (errors name the folder).
+// a drafter's or draft model's weights once (errors name the file); a draft model's vocabulary must be the
+// target's.
 using ProposerMaker = std::function<Result<std::unique_ptr<Proposer>>(int64_t n_ctx)>;
-Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, std::shared_ptr<const ModelWeights> target,
+Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
                                           const OpsOptions& ops);
 
 // One line for stderr after a speculative generation: what drafted and how much was accepted.

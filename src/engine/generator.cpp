@@ -67,6 +67,22 @@ Status Generator::step(std::span<const int32_t> tokens, int64_t begin, int64_t e
   return model_.forward(batch, kv_->layers(), logits);
 }
 
+Result<int32_t> Generator::extend_argmax(std::span<const int32_t> tokens, int64_t begin, int64_t chunk) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (begin < 0 || begin >= n || chunk <= 0) {
+    return make_error(StatusCode::kInvalidArgument, "extend: nothing to run ({} tokens from {})", n, begin);
+  }
+  if (n > n_ctx_) return make_error(StatusCode::kOutOfRange, "{} tokens exceed the context size {}", n, n_ctx_);
+  int32_t next = -1;
+  for (int64_t b = begin; b < n; b += chunk) {
+    const int64_t e = std::min(n, b + chunk);
+    const int32_t last = static_cast<int32_t>(e - b - 1);
+    SAKER_RETURN_IF_ERROR(step(tokens, b, e, e == n ? std::span<const int32_t>(&last, 1) : std::span<const int32_t>(),
+                               nullptr, &next));
+  }
+  return next;
+}
+
 Result<std::vector<float>> Generator::prompt_logits(std::span<const int32_t> tokens) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n > n_ctx_) {

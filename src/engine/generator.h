@@ -36,6 +36,12 @@ class Generator : public SequenceGenerator {
 
   int64_t n_ctx() const override { return n_ctx_; }
 
+  // Runs tokens [begin, tokens.size()) of `tokens` after a cached prefix of `begin` tokens (what earlier calls
+  // fed at those positions; anything cached past `begin` is overwritten), in chunks of at most `chunk` rows,
+  // and returns the greedy (argmax) next token after the last one. For a draft model that proposes tokens
+  // and then rolls back to what the target accepted.
+  Result<int32_t> extend_argmax(std::span<const int32_t> tokens, int64_t begin, int64_t chunk = 512);
+
  private:
   Generator(Model& model, const text::Tokenizer* tokenizer, int64_t n_ctx, std::unique_ptr<KvStorage> kv);
   // Runs tokens [begin, end) of `tokens` (already-cached prefix before begin); logits for `outputs` (null:

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from conftest import ROOT
+from server_harness import synth_tiny_model
 
 MINI = ROOT / "models" / "saker-mini"
 GGUF = MINI / "saker-mini-q8_0.gguf"
@@ -111,12 +112,38 @@ def test_run_with_ngram_speculation_prints_the_same_as_without(saker, sampling, 
     (["--spec", "ngram", "--device", "cuda"], "CPU backend only"),
     (["--spec", "ngram", "--ngram-min", "4", "--ngram-max", "2"], "--ngram-max"),
     (["--spec", "lookahead"], "--spec"),
-    (["--draft-max", "4"], "--spec"),
+    (["--draft-max", "4"], "--draft-max needs"),
+    (["--spec", "ngram", "--draft-model", str(GGUF)], "not both"),
 ])
 def test_ngram_speculation_refuses_what_it_cannot_honour(saker, extra, message):
     load("metrics.json")
     r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", *extra, check=False)
     assert r.returncode != 0 and message in r.stderr.decode(), r.stderr.decode()
+
+
+@pytest.mark.parametrize("sampling", [["--temp", "0"], ["--temp", "0.9", "--seed", "4"]])
+def test_run_with_a_draft_model_prints_the_same_as_without(saker, sampling):
+    """`saker run --draft-model FILE`: a model of the same tokenizer drafts its greedy chain (here saker-mini
+    for itself, so greedy accepts everything and sampling rejects often); same text and ids as without."""
+    load("metrics.json")
+    args = ["run", "-m", GGUF, "--device", "cpu", "-p", "class Stack:", "-n", "80", "--print-ids", "--ignore-eos",
+            *sampling]
+    plain = saker(*args)
+    spec = saker(*args, "--draft-model", GGUF, "--draft-max", "5")
+    assert spec.stdout == plain.stdout
+    line = next(l for l in spec.stderr.decode().splitlines() if l.startswith("speculative:"))
+    mean = float(line.split("mean accepted length ")[1].split()[0])
+    assert "draft model" in line and mean >= 1.0, line
+    if sampling[1] == "0":
+        assert mean > 5.0, line
+
+
+def test_draft_model_of_another_tokenizer_is_refused(saker, tmp_path):
+    load("metrics.json")
+    other = synth_tiny_model(tmp_path)
+    r = saker("run", "-m", GGUF, "-p", "def f(x):", "-n", "8", "--draft-model", other, check=False)
+    assert r.returncode != 0 and "--draft-model" in r.stderr.decode() and "tokenizer" in r.stderr.decode(), \
+        r.stderr.decode()
 
 
 def test_draft_tree_needs_a_drafter_and_a_budget_in_range(saker):

@@ -82,11 +82,12 @@ def test_metrics_count_verify_steps(servers):
     assert steps > 0 and committed / steps > 1.0, (steps, committed)
 
 
-def test_ngram_speculation_serves_the_same_answers(servers, tmp_path_factory):
-    """`saker serve --spec ngram`: prompt-lookup drafts in the batched step, the same answers as without,
-    and the verify steps counted in /metrics."""
+@pytest.mark.parametrize("proposer", [["--spec", "ngram"], ["--draft-model", str(GGUF), "--draft-max", "4"]])
+def test_proposers_without_a_drafter_serve_the_same_answers(servers, tmp_path_factory, proposer):
+    """`saker serve --spec ngram` and `--draft-model FILE`: drafts verified in the batched step, the same
+    answers as without, and the verify steps counted in /metrics."""
     plain, _ = servers
-    ngram = Server(GGUF, "--spec", "ngram", "--parallel", "2", name="saker-mini",
+    ngram = Server(GGUF, *proposer, "--parallel", "2", name="saker-mini",
                    log_dir=tmp_path_factory.mktemp("server-logs"))
     try:
         for kwargs in (dict(temperature=0), dict(temperature=0.8, seed=5)):

@@ -1,0 +1,45 @@
+#pragma once
+// DraftModelProposer: a smaller model of the same tokenizer drafts a chain of its greedy tokens after the
+// pending one (--draft-model FILE). Each sequence has its own draft-model KV cache; the model's weights and
+// forward are shared. Before drafting it rolls its cache back to what it has in common with the sequence
+// (drafts the target rejected are overwritten), feeds what is new (the accepted tokens and the pending
+// one), then runs one row per drafted token. It reads no hidden states of the target.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/generator.h"
+#include "engine/proposer.h"
+#include "models/model.h"
+#include "text/tokenizer.h"
+
+namespace saker::spec {
+
+class DraftModelProposer : public Proposer {
+ public:
+  // n_ctx: the most positions the sequence reaches; max_draft: tokens drafted per step (>= 1).
+  static Result<std::unique_ptr<DraftModelProposer>> create(Model& draft, int64_t n_ctx, int32_t max_draft);
+
+  std::span<const int32_t> tap_layers() const override { return {}; }
+  void reset() override { cached_.clear(); }
+  Status add_context(int64_t, int64_t, const float*) override { return {}; }
+  Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
+  int64_t max_nodes() const override { return max_draft_; }
+
+ private:
+  DraftModelProposer(std::unique_ptr<Generator> gen, int32_t max_draft)
+      : gen_(std::move(gen)), max_draft_(max_draft) {}
+
+  std::unique_ptr<Generator> gen_;
+  int32_t max_draft_;
+  std::vector<int32_t> cached_;  // the tokens whose K/V the draft cache holds, by position
+};
+
+// A draft model can serve a target only when both read and write the same token ids: the same vocabulary
+// size and, where both carry a tokenizer, the same token text for every id. The error names the first id
+// that differs.
+Status check_draft_vocab(const Model& target, const text::Tokenizer* target_tok, const Model& draft,
+                         const text::Tokenizer* draft_tok);
+
+}  // namespace saker::spec
