@@ -120,6 +120,7 @@ int run(const RunArgs& a) {
     auto maker = make_proposer_maker(a.spec, {lm.weights, lm.model.get(), lm.tokenizer.get()}, ops);
     if (!maker.ok()) return fail(maker.status().to_string());
     if (*maker) eo.proposer = [maker = *maker, n_ctx] { return maker(n_ctx); };
+    eo.adaptive_drafts = !a.spec.fixed_draft;
     auto g = EngineGenerator::create(*lm.model, lm.tokenizer.get(), eo);
     if (!g.ok()) return fail(g.status().to_string());
     gen = std::move(g).value();

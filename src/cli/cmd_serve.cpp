@@ -66,6 +66,7 @@ int run(ServeArgs a) {
     // A drafter's weights are loaded once; each sequence gets its own proposer state.
     SAKER_ASSIGN_OR_RETURN(m.make_proposer,
                            make_proposer_maker(a.spec, {m.weights, m.model.get(), m.tokenizer.get()}, ops));
+    m.adaptive_drafts = !a.spec.fixed_draft;
     return m;
   };
   return server::run_server(a.server, loader, &g_stop);

@@ -32,6 +32,10 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
   app->add_option("--draft-max", a->draft_max,
                   "With --spec ngram or --draft-model: most tokens drafted per step (default 8)")
       ->check(CLI::Range(1, spec::SpeculativeGenerator::kMaxTreeNodes));
+  app->add_flag("--fixed-draft", a->fixed_draft,
+                "Always draft the longest chain (--draft-max, the drafter's block); by default each request's chain "
+                "is as long as its recent acceptance earns: two longer after a fully accepted draft, the accepted "
+                "length plus one after a rejection (trees, --draft-tree, keep their depth)");
   app->add_option("--ngram-min", a->ngram_min, "With --spec ngram: shortest n-gram that may match")
       ->check(CLI::Range(1, 64))
       ->capture_default_str()

@@ -46,6 +46,9 @@ struct EngineOptions {
   // Speculative decoding: each sequence gets a proposer from this factory and verifies its drafts inside the
   // step (null: plain decoding).
   ProposerFactory proposer;
+  // Each speculating sequence drafts a chain as long as its recent acceptance earns (DraftPolicy; trees keep
+  // their depth); false: always the proposer's most.
+  bool adaptive_drafts = true;
 };
 
 struct EngineStats {

@@ -46,6 +46,9 @@ class Proposer {
   virtual Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) = 0;
   // The most nodes propose() returns (sizes the verify segment).
   virtual int64_t max_nodes() const = 0;
+  // Whether propose() returns trees rather than chains. The engine adapts only a chain's length to its
+  // acceptance (DraftPolicy): a tree hedges by width, and cutting its depth measured slower.
+  virtual bool drafts_trees() const { return false; }
 };
 
 using ProposerFactory = std::function<Result<std::unique_ptr<Proposer>>()>;

@@ -140,9 +140,11 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
       if (s->n_pending() != 1) continue;
       if (s->proposer && budget > 1) {
         // A speculating sequence: its drafts ride in the same step, when they fit the budget and the pool.
+        // room: draft nodes the step and the context can take; the depth (a chain's length) is the policy's.
         const int64_t room = std::min<int64_t>(budget - 1, s->n_ctx - s->n_cached - 1);
+        const int64_t depth = std::min<int64_t>(room, s->draft_policy.depth());
         s->drafts.clear();
-        if (room > 0) SAKER_RETURN_IF_ERROR(s->proposer->propose(s->tokens, room, &s->drafts));
+        if (room > 0) SAKER_RETURN_IF_ERROR(s->proposer->propose(s->tokens, depth, &s->drafts));
         if (s->drafts.size() > 0 && s->drafts.size() <= room &&
             pool_.reserve(&s->pages, s->n_cached + 1 + s->drafts.size()).ok()) {
           append_tree(batch, s);

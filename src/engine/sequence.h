@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/generator_types.h"
+#include "engine/draft_policy.h"
 #include "engine/proposer.h"
 #include "engine/token_output.h"
 #include "sample/sampler.h"
@@ -86,6 +87,7 @@ struct Sequence {
   // Speculative decoding (null: plain decoding).
   std::unique_ptr<Proposer> proposer;
   DraftNodes drafts;              // this step's draft nodes
+  DraftPolicy draft_policy{1, false};  // how deep the next draft may be (set with the proposer)
 };
 
 }  // namespace saker

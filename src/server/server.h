@@ -59,6 +59,7 @@ struct ServedModel {
   // Speculative decoding: makes one sequence's proposer (a drafter) for sequences of up to n_ctx tokens; the
   // engine verifies its drafts inside each step. Null: plain decoding.
   std::function<Result<std::unique_ptr<Proposer>>(int64_t n_ctx)> make_proposer;
+  bool adaptive_drafts = true;  // EngineOptions::adaptive_drafts
 };
 
 using ModelLoader = std::function<Result<ServedModel>()>;

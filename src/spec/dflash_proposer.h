@@ -23,6 +23,7 @@ class DFlashProposer : public Proposer {
   }
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   int64_t max_nodes() const override;
+  bool drafts_trees() const override { return tree_budget_ > 0; }
 
  private:
   DFlashProposer(std::unique_ptr<DFlashDrafter> drafter, int32_t tree_budget)

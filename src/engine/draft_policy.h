@@ -1,0 +1,33 @@
+#pragma once
+// DraftPolicy: how deep a speculating sequence drafts in its next step, from how much of its last draft the
+// target accepted. Drafts the target keeps rejecting cost verify rows (and the proposer's own work) for
+// nothing, while a proposer that is right every time should get room to be right for longer. The rule is
+// additive: all of the last draft accepted -> two deeper (up to the proposer's most), any rejected -> the
+// accepted length plus one (at least one). It changes only how many tokens are proposed, never which tokens
+// are decided, so output stays exactly plain decoding's.
+#include <algorithm>
+#include <cstdint>
+
+namespace saker {
+
+class DraftPolicy {
+ public:
+  // max_depth: the deepest draft the proposer makes (Proposer::max_nodes for a chain). adaptive false: always
+  // max_depth.
+  DraftPolicy(int64_t max_depth, bool adaptive) : max_(std::max<int64_t>(1, max_depth)), depth_(max_), adaptive_(adaptive) {}
+
+  int64_t depth() const { return depth_; }
+
+  // After a verify: the draft was `proposed` deep and the target accepted `accepted` of its tokens in a row.
+  void record(int64_t proposed, int64_t accepted) {
+    if (!adaptive_ || proposed <= 0) return;
+    depth_ = accepted >= proposed ? std::min(max_, proposed + 2) : std::clamp<int64_t>(accepted + 1, 1, max_);
+  }
+
+ private:
+  int64_t max_;
+  int64_t depth_;
+  bool adaptive_;
+};
+
+}  // namespace saker
