@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/model_loading.h"
+#include "spec/chained_proposer.h"
 #include "spec/dflash_proposer.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/dflash_weights.h"
@@ -48,8 +49,8 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
 
 Status check_speculation_args(const SpeculationArgs& a, const std::string& device) {
   if (a.draft_tree > 0 && a.drafter.empty()) return make_error(StatusCode::kInvalidArgument, "--draft-tree needs --drafter");
-  if (a.proposers() > 1) {
-    return make_error(StatusCode::kInvalidArgument, "give one of --drafter, --draft-model and --spec, not both");
+  if (!a.drafter.empty() && !a.draft_model.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "give one of --drafter and --draft-model, not both");
   }
   if (a.draft_max > 0 && a.spec.empty() && a.draft_model.empty()) {
     return make_error(StatusCode::kInvalidArgument, "--draft-max needs --spec ngram or --draft-model");
@@ -72,8 +73,11 @@ std::string speculation_device(const SpeculationArgs& a, const std::string& devi
   return a.any() ? "cpu" : device;
 }
 
-Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
-                                          const OpsOptions& ops) {
+namespace {
+
+// The proposer that reads a model (a DFlash drafter or a draft model); null when none was asked for.
+Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
+                                           const OpsOptions& ops) {
   if (!a.drafter.empty()) {
     SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
                            spec::DFlashWeights::load(a.drafter, target.weights));
@@ -96,18 +100,39 @@ Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const Specul
       return std::unique_ptr<Proposer>(std::move(p));
     });
   }
-  if (a.spec == "ngram") {
-    const spec::NgramOptions o{a.ngram_min, a.ngram_max, a.draft_len()};
-    SAKER_RETURN_IF_ERROR(spec::NgramProposer::create(o).status());  // the options, checked once
-    return ProposerMaker([o](int64_t) -> Result<std::unique_ptr<Proposer>> {
-      SAKER_ASSIGN_OR_RETURN(auto p, spec::NgramProposer::create(o));
-      return std::unique_ptr<Proposer>(std::move(p));
-    });
-  }
   return ProposerMaker();
 }
 
+}  // namespace
+
+Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
+                                          const OpsOptions& ops) {
+  SAKER_ASSIGN_OR_RETURN(ProposerMaker model_maker, model_proposer_maker(a, target, ops));
+  if (a.spec != "ngram") return model_maker;
+  const spec::NgramOptions o{a.ngram_min, a.ngram_max, a.draft_len()};
+  SAKER_RETURN_IF_ERROR(spec::NgramProposer::create(o).status());  // the options, checked once
+  return ProposerMaker([o, model_maker](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(auto ngram, spec::NgramProposer::create(o));
+    if (!model_maker) return std::unique_ptr<Proposer>(std::move(ngram));
+    // Both: prompt lookup first, the model for steps where it finds nothing.
+    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> model, model_maker(n_ctx));
+    std::vector<std::unique_ptr<Proposer>> chain;
+    chain.push_back(std::move(ngram));
+    chain.push_back(std::move(model));
+    SAKER_ASSIGN_OR_RETURN(auto p, spec::ChainedProposer::create(std::move(chain)));
+    return std::unique_ptr<Proposer>(std::move(p));
+  });
+}
+
 std::string describe_speculation(const SpeculationArgs& a) {
+  if (a.spec == "ngram" && a.proposers() > 1) {
+    SpeculationArgs model = a;
+    model.spec.clear();
+    SpeculationArgs ngram = a;
+    ngram.drafter.clear();
+    ngram.draft_model.clear();
+    return describe_speculation(ngram) + ", then " + describe_speculation(model);
+  }
   if (!a.drafter.empty()) {
     return fmt::format("DFlash drafter {}, {}", a.drafter,
                        a.draft_tree > 0 ? fmt::format("tree of {} nodes", a.draft_tree) : std::string("chain"));

@@ -3,6 +3,7 @@
 //   --drafter DIR [--draft-tree N]       the DFlash block drafter (reads the target's hidden states)
 //   --draft-model FILE [--draft-max N]   a smaller model of the same tokenizer, its greedy chain
 //   --spec ngram [--draft-max N] [--ngram-min A --ngram-max B]   prompt lookup from the sequence's own tokens
+// --spec ngram with --drafter or --draft-model chains them: prompt lookup first, the model when it finds nothing.
 // and what turns them into the engine's per-sequence proposer factory.
 #include <cstdint>
 #include <functional>
@@ -38,8 +39,8 @@ struct SpeculationArgs {
 // Adds the flags to a subcommand; `what` ends the --drafter help ("every request inside the batched step").
 void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::string& what);
 
-// Refuses combinations speculation cannot honour yet, naming the flag: a tree without a drafter, both
-// proposers at once, an unknown --spec, and any speculation on the CUDA backend (its verify rows are not yet
+// Refuses combinations speculation cannot honour yet, naming the flag: a tree without a drafter, a drafter
+// and a draft model at once, an unknown --spec, and any speculation on the CUDA backend (its verify rows are not yet
 // computed exactly as one-row decode, so the output could part from plain decoding).
 Status check_speculation_args(const SpeculationArgs& a, const std::string& device);
 

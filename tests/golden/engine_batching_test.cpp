@@ -14,6 +14,7 @@
 #include "spec/dflash_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "spec/draft_model_proposer.h"
+#include "spec/chained_proposer.h"
 #include "saker_mini.h"
 
 namespace saker {
@@ -547,6 +548,82 @@ TEST(EngineBatching, DraftModelSpeculationEqualsPlainDecoding) {
   std::printf("engine draft-model speculation: 6 batched sequences identical to plain decoding; greedy %.3f, "
               "sampled %.3f tokens per verify step\n",
               greedy.mean_accepted_length(), sampled.mean_accepted_length());
+}
+
+}  // namespace
+}  // namespace saker
+
+namespace saker {
+namespace {
+
+// Prompt lookup chained to the DFlash drafter (the drafter reads taps; the chain forwards them, and the
+// drafter keeps its context on steps where the n-gram drafted): batched, greedy and sampled, equal to plain.
+TEST(EngineBatching, ChainedNgramAndDrafterEqualPlainDecoding) {
+  SAKER_REQUIRE_MINI();
+  auto weights = testing::load_mini_weights();
+  ASSERT_TRUE(weights);
+  auto model = load_mini(OpsOptions{}, weights);
+  ASSERT_TRUE(model);
+  auto drafter = spec::DFlashWeights::load((mini_dir() / "drafter").string(), weights);
+  ASSERT_TRUE(drafter.ok()) << drafter.status().to_string();
+  std::shared_ptr<const spec::DFlashWeights> dw = std::move(drafter).value();
+  auto prompts = heldout_prompts();
+  prompts.resize(6);
+  std::vector<GenerateOptions> opts;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerateOptions o = greedy_options(48);
+    if (i % 3 == 2) {
+      o.sampling.temperature = 0.8f;
+      o.sampling.seed = 400 + i;
+    }
+    opts.push_back(o);
+  }
+  EngineOptions eo;
+  eo.n_ctx = 512;
+  eo.prefill_chunk = 64;
+  const auto plain = run_alone(*model, prompts, opts, eo);
+  EngineOptions so = eo;
+  so.max_seqs = 6;
+  so.step_tokens = 6 * 20;
+  so.proposer = [dw]() -> Result<std::unique_ptr<Proposer>> {
+    std::vector<std::unique_ptr<Proposer>> chain;
+    SAKER_ASSIGN_OR_RETURN(auto ngram, spec::NgramProposer::create(spec::NgramOptions{}));
+    SAKER_ASSIGN_OR_RETURN(auto dflash, spec::DFlashProposer::create(dw, 512, 0, OpsOptions{}));
+    chain.push_back(std::move(ngram));
+    chain.push_back(std::move(dflash));
+    SAKER_ASSIGN_OR_RETURN(auto p, spec::ChainedProposer::create(std::move(chain)));
+    return std::unique_ptr<Proposer>(std::move(p));
+  };
+  auto engine = make_engine(*model, so);
+  const std::vector<Outcome> got = run_batched(*engine, prompts, opts);
+  DraftStats total;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(got[i].done_calls, 1);
+    ASSERT_TRUE(got[i].result.ok()) << got[i].result.status().to_string();
+    EXPECT_EQ(got[i].result->tokens, plain[i].tokens) << "request " << i;
+    total.verify_steps += got[i].result->draft->verify_steps;
+    total.committed_tokens += got[i].result->draft->committed_tokens;
+  }
+  EXPECT_GT(total.mean_accepted_length(), 1.5);
+  std::printf("engine n-gram then drafter: 6 batched sequences identical to plain decoding; %.3f tokens per verify "
+              "step over %lld verify steps\n",
+              total.mean_accepted_length(), static_cast<long long>(total.verify_steps));
+}
+
+TEST(ChainedProposer, RefusesTwoTapReadersAndAnEmptyChain) {
+  SAKER_REQUIRE_MINI();
+  auto weights = testing::load_mini_weights();
+  ASSERT_TRUE(weights);
+  auto drafter = spec::DFlashWeights::load((mini_dir() / "drafter").string(), weights);
+  ASSERT_TRUE(drafter.ok());
+  std::shared_ptr<const spec::DFlashWeights> dw = std::move(drafter).value();
+  std::vector<std::unique_ptr<Proposer>> two;
+  two.push_back(std::move(spec::DFlashProposer::create(dw, 64, 0, OpsOptions{})).value());
+  two.push_back(std::move(spec::DFlashProposer::create(dw, 64, 0, OpsOptions{})).value());
+  auto r = spec::ChainedProposer::create(std::move(two));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("hidden states"), std::string::npos);
+  EXPECT_FALSE(spec::ChainedProposer::create({}).ok());
 }
 
 }  // namespace

@@ -108,12 +108,11 @@ def test_run_with_ngram_speculation_prints_the_same_as_without(saker, sampling, 
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--spec", "ngram", "--drafter", str(MINI / "drafter")], "not both"),
+    (["--drafter", str(MINI / "drafter"), "--draft-model", str(GGUF)], "not both"),
     (["--spec", "ngram", "--device", "cuda"], "CPU backend only"),
     (["--spec", "ngram", "--ngram-min", "4", "--ngram-max", "2"], "--ngram-max"),
     (["--spec", "lookahead"], "--spec"),
     (["--draft-max", "4"], "--draft-max needs"),
-    (["--spec", "ngram", "--draft-model", str(GGUF)], "not both"),
 ])
 def test_ngram_speculation_refuses_what_it_cannot_honour(saker, extra, message):
     load("metrics.json")
@@ -136,6 +135,20 @@ def test_run_with_a_draft_model_prints_the_same_as_without(saker, sampling):
     assert "draft model" in line and mean >= 1.0, line
     if sampling[1] == "0":
         assert mean > 5.0, line
+
+
+@pytest.mark.parametrize("model", [["--drafter", str(MINI / "drafter")], ["--draft-model", str(GGUF)]])
+def test_run_with_ngram_chained_to_a_model_prints_the_same_as_without(saker, model):
+    """`--spec ngram` with `--drafter` or `--draft-model`: prompt lookup first, the model where it finds
+    nothing; same text and ids as plain decoding."""
+    load("metrics.json")
+    args = ["run", "-m", GGUF, "--device", "cpu", "-p", "def fibonacci(n):", "-n", "96", "--print-ids",
+            "--ignore-eos", "--temp", "0.7", "--seed", "9"]
+    plain = saker(*args)
+    spec = saker(*args, "--spec", "ngram", *model)
+    assert spec.stdout == plain.stdout
+    line = next(l for l in spec.stderr.decode().splitlines() if l.startswith("speculative:"))
+    assert "n-gram prompt lookup" in line and ", then " in line, line
 
 
 def test_draft_model_of_another_tokenizer_is_refused(saker, tmp_path):

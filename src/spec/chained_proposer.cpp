@@ -1,0 +1,55 @@
+#include "spec/chained_proposer.h"
+
+#include <algorithm>
+
+namespace saker::spec {
+
+Result<std::unique_ptr<ChainedProposer>> ChainedProposer::create(std::vector<std::unique_ptr<Proposer>> proposers) {
+  if (proposers.empty()) return make_error(StatusCode::kInvalidArgument, "chained proposer: no proposers");
+  int readers = 0;
+  for (const auto& p : proposers) {
+    if (!p) return make_error(StatusCode::kInvalidArgument, "chained proposer: a null proposer");
+    readers += p->needs_taps();
+  }
+  if (readers > 1) {
+    return make_error(StatusCode::kInvalidArgument, "chained proposer: at most one proposer may read hidden states");
+  }
+  return std::unique_ptr<ChainedProposer>(new ChainedProposer(std::move(proposers)));
+}
+
+std::span<const int32_t> ChainedProposer::tap_layers() const {
+  for (const auto& p : proposers_) {
+    if (p->needs_taps()) return p->tap_layers();
+  }
+  return {};
+}
+
+void ChainedProposer::reset() {
+  for (auto& p : proposers_) p->reset();
+}
+
+Status ChainedProposer::add_context(int64_t first, int64_t n, const float* taps) {
+  for (auto& p : proposers_) SAKER_RETURN_IF_ERROR(p->add_context(first, n, p->needs_taps() ? taps : nullptr));
+  return {};
+}
+
+Status ChainedProposer::propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) {
+  out->clear();
+  for (auto& p : proposers_) {
+    SAKER_RETURN_IF_ERROR(p->propose(tokens, max_depth, out));
+    if (out->size() > 0) return {};
+  }
+  return {};
+}
+
+int64_t ChainedProposer::max_nodes() const {
+  int64_t n = 0;
+  for (const auto& p : proposers_) n = std::max(n, p->max_nodes());
+  return n;
+}
+
+bool ChainedProposer::drafts_trees() const {
+  return std::any_of(proposers_.begin(), proposers_.end(), [](const auto& p) { return p->drafts_trees(); });
+}
+
+}  // namespace saker::spec
