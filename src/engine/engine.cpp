@@ -256,6 +256,7 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   DraftStats& st = *s.result.draft;
   ++st.verify_steps;
   st.committed_tokens += n_commit;
+  st.drafted_tokens += d.size();
   ++st.tokens_per_step[std::min<int64_t>(n_commit, static_cast<int64_t>(st.tokens_per_step.size())) - 1];
   if (!going) return false;
   // Accepted rows to consecutive slots (a node's slot index >= its depth and deeper nodes come later, so

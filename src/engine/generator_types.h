@@ -52,6 +52,9 @@ const char* finish_reason_name(FinishReason r);
 struct DraftStats {
   int64_t verify_steps = 0;
   int64_t committed_tokens = 0;            // over all verify steps (accepted drafts + the target's token)
+  int64_t drafted_tokens = 0;              // draft tokens (chain or tree nodes) offered to verify steps
+  // Draft tokens the target accepted (each verify step also commits one token of the target's own).
+  int64_t accepted_tokens() const { return committed_tokens - verify_steps; }
   std::vector<int64_t> tokens_per_step;    // [k - 1] = verify steps that committed k tokens
   // Mean tokens committed per verify step: the drafter's mean accepted length.
   double mean_accepted_length() const {

@@ -12,6 +12,16 @@ namespace saker::server {
 
 namespace {
 
+// A message's usage: output tokens, input tokens (n_prompt < 0: left out, as in a streamed message_delta), and
+// with speculation saker's figures under "speculative".
+json anthropic_usage(int64_t n_prompt, const GenerateResult& r) {
+  json u = json::object();
+  if (n_prompt >= 0) u["input_tokens"] = n_prompt;
+  u["output_tokens"] = static_cast<int64_t>(r.tokens.size());
+  if (r.draft) u["speculative"] = speculation_usage(*r.draft);
+  return u;
+}
+
 struct RenderedPrompt {
   std::string text;
   std::vector<int32_t> ids;
@@ -163,8 +173,7 @@ void messages(ServerState& s, const json& body, http::Response& res) {
       send_json(res, {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model}, {"content", content},
                       {"stop_reason", stop_reason(e.result, adapter->has_tool_calls())},
                       {"stop_sequence", stop_sequence(e.result)},
-                      {"usage", {{"input_tokens", n_prompt},
-                                 {"output_tokens", static_cast<int64_t>(e.result.tokens.size())}}}});
+                      {"usage", anthropic_usage(n_prompt, e.result)}});
       return;
     }
   }
@@ -196,7 +205,7 @@ void messages(ServerState& s, const json& body, http::Response& res) {
                      {{"type", "message_delta"},
                       {"delta", {{"stop_reason", stop_reason(e.result, adapter->has_tool_calls())},
                                  {"stop_sequence", stop_sequence(e.result)}}},
-                      {"usage", {{"output_tokens", static_cast<int64_t>(e.result.tokens.size())}}}});
+                      {"usage", anthropic_usage(-1, e.result)}});
     out += sse_event("message_stop", {{"type", "message_stop"}});
     write(out);
     return;

@@ -1,6 +1,8 @@
 // OpenAI routes: POST /v1/chat/completions and POST /v1/completions, streamed (SSE) or not.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "server/messages.h"
 #include "server/output_adapter.h"
 #include "server/request_params.h"
@@ -79,8 +81,24 @@ struct ChoiceRun {
 struct Usage {
   int64_t prompt = 0;
   int64_t completion = 0;
+  std::optional<DraftStats> draft;  // summed over the choices that speculated
+  void add(const GenerateResult& r) {
+    completion += static_cast<int64_t>(r.tokens.size());
+    if (!r.draft) return;
+    if (!draft) draft.emplace();
+    draft->verify_steps += r.draft->verify_steps;
+    draft->committed_tokens += r.draft->committed_tokens;
+    draft->drafted_tokens += r.draft->drafted_tokens;
+  }
+  // With speculation: OpenAI's prediction-token counts (drafts accepted and rejected) and saker's own figures.
   json to_json() const {
-    return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+    json u = {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+    if (draft) {
+      u["completion_tokens_details"] = {{"accepted_prediction_tokens", draft->accepted_tokens()},
+                                        {"rejected_prediction_tokens", draft->drafted_tokens - draft->accepted_tokens()}};
+      u["speculative"] = speculation_usage(*draft);
+    }
+    return u;
   }
 };
 
@@ -195,7 +213,7 @@ void chat_completions(ServerState& s, const json& body, http::Response& res) {
         }
         absorb(run.adapter->finish());
         usage.prompt = run.n_prompt;
-        usage.completion += static_cast<int64_t>(e.result.tokens.size());
+        usage.add(e.result);
         json msg = {{"role", "assistant"}};
         msg["content"] = content.empty() && !calls.empty() ? json(nullptr) : json(content);
         if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
@@ -251,7 +269,7 @@ void chat_completions(ServerState& s, const json& body, http::Response& res) {
         }
         if (!delta.empty() || !lp.is_null()) out += chunk(run.index, delta, lp, nullptr);
         if (e.kind == GenerationEvent::Kind::kDone) {
-          usage->completion += static_cast<int64_t>(e.result.tokens.size());
+          usage->add(e.result);
           out += chunk(run.index, json::object(), nullptr, finish_reason(e.result, run.adapter->has_tool_calls()));
         }
         return out.empty() || write(sink, out);
@@ -362,7 +380,7 @@ void completions(ServerState& s, const json& body, http::Response& res) {
           text += e.text;
           continue;
         }
-        usage.completion += static_cast<int64_t>(e.result.tokens.size());
+        usage.add(e.result);
         choices.push_back({{"index", run.index}, {"text", text}, {"logprobs", logprobs},
                            {"finish_reason", finish_reason(e.result, false)}});
         break;
@@ -398,7 +416,7 @@ void completions(ServerState& s, const json& body, http::Response& res) {
           off += e.text.size();
           out = chunk(run.index, e.text, lp, nullptr);
         } else {
-          usage->completion += static_cast<int64_t>(e.result.tokens.size());
+          usage->add(e.result);
           out = chunk(run.index, "", lp, finish_reason(e.result, false));
         }
         return write(sink, out);

@@ -255,6 +255,13 @@ void send_error(http::Response& res, Dialect dialect, const ApiError& e) {
   send_json(res, dialect == Dialect::kAnthropic ? anthropic_error_body(e) : openai_error_body(e), e.status);
 }
 
+json speculation_usage(const DraftStats& d) {
+  return {{"verify_steps", d.verify_steps},
+          {"drafted_tokens", d.drafted_tokens},
+          {"accepted_tokens", d.accepted_tokens()},
+          {"mean_accepted_length", d.mean_accepted_length()}};
+}
+
 std::string sse_data(const json& data) {
   return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }

@@ -61,6 +61,10 @@ void post_json(http::Router& router, ServerState& state, const std::string& path
 void send_json(http::Response& res, const json& body, int status = 200);
 void send_error(http::Response& res, Dialect dialect, const ApiError& e);
 
+// A generation's speculative decoding for a response's usage: {verify_steps, drafted_tokens, accepted_tokens,
+// mean_accepted_length}.
+json speculation_usage(const DraftStats& d);
+
 // SSE framing.
 std::string sse_data(const json& data);                           // "data: {...}\n\n"
 std::string sse_event(const std::string& name, const json& data);  // "event: NAME\ndata: {...}\n\n"

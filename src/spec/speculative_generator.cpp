@@ -201,6 +201,7 @@ Result<GenerateResult> SpeculativeGenerator::generate(std::span<const int32_t> p
     const int64_t n_commit = static_cast<int64_t>(path.size());
     ++stats.verify_steps;
     stats.committed_tokens += n_commit;
+    stats.drafted_tokens += tree.size();
     ++stats.tokens_per_step[n_commit - 1];
     // The accepted nodes' K/V rows to consecutive slots s, s+1, ... (a node's slot s+index >= s+depth, and a
     // deeper node's index is larger, so copying in path order never overwrites a row still to be read).

@@ -73,6 +73,35 @@ def test_anthropic_messages_are_the_same_with_a_drafter(servers):
     assert ask(spec) == ask(plain)
 
 
+def test_usage_reports_the_requests_speculation(servers):
+    """Each response's usage says what its drafts did: OpenAI's accepted / rejected prediction tokens and
+    saker's `speculative` figures (streamed usage too; Anthropic under usage.speculative); a server without a
+    proposer reports none of it."""
+    plain, spec = servers
+    r = client(spec).completions.create(model="saker-mini", prompt="def fibonacci(n):", max_tokens=48, temperature=0)
+    u = r.usage.model_dump()
+    sp = u["speculative"]
+    assert sp["verify_steps"] > 0 and sp["accepted_tokens"] > 0, u
+    assert sp["accepted_tokens"] + sp["verify_steps"] <= u["completion_tokens"], u  # committed by verify steps
+    d = u["completion_tokens_details"]
+    assert d["accepted_prediction_tokens"] == sp["accepted_tokens"], u
+    assert d["rejected_prediction_tokens"] == sp["drafted_tokens"] - sp["accepted_tokens"], u
+    assert abs(sp["mean_accepted_length"] - (sp["accepted_tokens"] + sp["verify_steps"]) / sp["verify_steps"]) < 1e-9
+
+    chunks = list(client(spec).chat.completions.create(
+        model="saker-mini", messages=[{"role": "user", "content": "def add(a, b):"}], max_tokens=32, temperature=0,
+        stream=True, stream_options={"include_usage": True}))
+    assert chunks[-1].usage.model_dump()["speculative"]["verify_steps"] > 0
+
+    c = anthropic.Anthropic(base_url=spec.url, api_key="none", max_retries=0, timeout=120)
+    m = c.messages.create(model="saker-mini", max_tokens=32, extra_body={"temperature": 0},
+                          messages=[{"role": "user", "content": "class Queue:"}])
+    assert m.usage.model_dump()["speculative"]["verify_steps"] > 0, m.usage
+
+    u = client(plain).completions.create(model="saker-mini", prompt="def f(x):", max_tokens=8).usage.model_dump()
+    assert "speculative" not in u and not u.get("completion_tokens_details"), u
+
+
 def test_metrics_count_verify_steps(servers):
     _, spec = servers
     client(spec).completions.create(model="saker-mini", prompt="def fibonacci(n):", max_tokens=64, temperature=0)
