@@ -1,0 +1,264 @@
+// Speculative decoding inside the batched engine step on saker-mini (CPU backend): every proposer (the DFlash
+// drafter as chain and tree, n-gram prompt lookup, a draft model, n-gram chained to the drafter) drafts for
+// several sequences batched together, greedy and sampled, and each request's tokens equal plain decoding's
+// alone (same seeds); the drafts are used; the n-gram proposer keeps the prefix cache.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "engine/engine.h"
+#include "engine_test_util.h"
+#include "saker_mini.h"
+#include "spec/chained_proposer.h"
+#include "spec/dflash_proposer.h"
+#include "spec/draft_model_proposer.h"
+#include "spec/ngram_proposer.h"
+
+namespace saker {
+namespace {
+
+using testing::greedy_options;
+using testing::heldout_prompts;
+using testing::load_mini;
+using testing::make_engine;
+using testing::mini_dir;
+using testing::Outcome;
+using testing::run_alone;
+using testing::run_batched;
+
+// n requests of `tokens` tokens: greedy, except every `every`-th (index % every == every - 1) sampled at
+// `temperature` with its own seed.
+std::vector<GenerateOptions> mixed_options(size_t n, int32_t tokens, size_t every, float temperature,
+                                           uint64_t seed_base) {
+  std::vector<GenerateOptions> opts;
+  for (size_t i = 0; i < n; ++i) {
+    GenerateOptions o = greedy_options(tokens);
+    if (i % every == every - 1) {
+      o.sampling.temperature = temperature;
+      o.sampling.seed = seed_base + i;
+    }
+    opts.push_back(o);
+  }
+  return opts;
+}
+
+template <typename P>
+ProposerFactory factory_of(std::function<Result<std::unique_ptr<P>>()> make) {
+  return [make]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(auto p, make());
+    return std::unique_ptr<Proposer>(std::move(p));
+  };
+}
+
+struct SpeculationRun {
+  DraftStats all, greedy, sampled;  // summed over the requests (and over the greedy / sampled ones)
+  int64_t engine_steps = 0;
+};
+
+// Runs the requests batched on an engine (eo with `max_seqs` sequences, `step_tokens` per step) whose
+// sequences draft with `proposer`, and expects each request's tokens to equal `plain` (the same requests
+// alone, without speculation).
+SpeculationRun expect_speculation_equals_plain(Model& model, const std::vector<std::vector<int32_t>>& prompts,
+                                               const std::vector<GenerateOptions>& opts,
+                                               const std::vector<GenerateResult>& plain, EngineOptions eo,
+                                               ProposerFactory proposer, const std::string& what) {
+  eo.max_seqs = static_cast<int32_t>(prompts.size());
+  eo.proposer = std::move(proposer);
+  auto engine = make_engine(model, eo);
+  SpeculationRun run;
+  if (!engine) return run;
+  const std::vector<Outcome> got = run_batched(*engine, prompts, opts);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i].done_calls, 1) << what << " request " << i;
+    if (!got[i].result.ok()) {
+      ADD_FAILURE() << what << " request " << i << ": " << got[i].result.status().to_string();
+      continue;
+    }
+    EXPECT_EQ(got[i].result->tokens, plain[i].tokens) << what << " request " << i;
+    if (!got[i].result->draft) {
+      ADD_FAILURE() << what << " request " << i << " has no draft stats";
+      continue;
+    }
+    const DraftStats& d = *got[i].result->draft;
+    for (DraftStats* t : {&run.all, opts[i].sampling.temperature > 0.0f ? &run.sampled : &run.greedy}) {
+      t->verify_steps += d.verify_steps;
+      t->committed_tokens += d.committed_tokens;
+      t->drafted_tokens += d.drafted_tokens;
+    }
+  }
+  run.engine_steps = engine->stats().steps;
+  std::printf("engine %s: %zu batched sequences identical to plain decoding; %.3f tokens per verify step over "
+              "%lld verify steps (greedy %.3f, sampled %.3f), %lld engine steps\n",
+              what.c_str(), prompts.size(), run.all.mean_accepted_length(),
+              static_cast<long long>(run.all.verify_steps), run.greedy.mean_accepted_length(),
+              run.sampled.mean_accepted_length(), static_cast<long long>(run.engine_steps));
+  return run;
+}
+
+std::shared_ptr<const spec::DFlashWeights> mini_drafter(std::shared_ptr<const ModelWeights> weights) {
+  auto drafter = spec::DFlashWeights::load((mini_dir() / "drafter").string(), std::move(weights));
+  EXPECT_TRUE(drafter.ok()) << drafter.status().to_string();
+  return drafter.ok() ? std::move(drafter).value() : nullptr;
+}
+
+ProposerFactory ngram_factory() {
+  return factory_of<spec::NgramProposer>([] { return spec::NgramProposer::create(spec::NgramOptions{}); });
+}
+
+EngineOptions small_engine(int64_t step_tokens) {
+  EngineOptions eo;
+  eo.n_ctx = 512;
+  eo.prefill_chunk = 64;
+  eo.step_tokens = step_tokens;
+  return eo;
+}
+
+// saker-mini's DFlash drafter, chain and tree of 12, 8 sequences.
+TEST(EngineSpeculation, DrafterChainAndTreeEqualPlainDecoding) {
+  SAKER_REQUIRE_MINI();
+  auto weights = testing::load_mini_weights();
+  ASSERT_TRUE(weights);
+  auto model = load_mini(OpsOptions{}, weights);
+  ASSERT_TRUE(model);
+  auto dw = mini_drafter(weights);
+  ASSERT_TRUE(dw);
+  auto prompts = heldout_prompts();
+  prompts.resize(8);
+  auto opts = mixed_options(prompts.size(), 48, 4, 0.8f, 100);
+  for (auto& o : opts) {
+    if (o.sampling.temperature > 0.0f) o.sampling.top_k = 40;
+  }
+  const EngineOptions eo = small_engine(8 * 32);
+  const auto plain = run_alone(*model, prompts, opts, eo);
+  for (int32_t tree : {0, 12}) {
+    const SpeculationRun run = expect_speculation_equals_plain(
+        *model, prompts, opts, plain, eo,
+        factory_of<spec::DFlashProposer>([dw, tree] { return spec::DFlashProposer::create(dw, 512, tree, OpsOptions{}); }),
+        tree ? "drafter tree of 12" : "drafter chain");
+    EXPECT_GT(run.all.mean_accepted_length(), 1.5) << "the drafter's tokens were not accepted";
+  }
+}
+
+// n-gram prompt lookup, 8 sequences; some drafts accepted.
+TEST(EngineSpeculation, NgramEqualsPlainDecoding) {
+  SAKER_REQUIRE_MINI();
+  auto model = load_mini(OpsOptions{});
+  ASSERT_TRUE(model);
+  auto prompts = heldout_prompts();
+  prompts.resize(8);
+  const auto opts = mixed_options(prompts.size(), 64, 4, 0.8f, 200);
+  const EngineOptions eo = small_engine(8 * 16);
+  const auto plain = run_alone(*model, prompts, opts, eo);
+  const SpeculationRun run = expect_speculation_equals_plain(*model, prompts, opts, plain, eo, ngram_factory(), "n-gram");
+  EXPECT_GT(run.all.verify_steps, 0) << "no n-gram draft was proposed";
+  EXPECT_GT(run.all.committed_tokens, run.all.verify_steps) << "no n-gram draft token was accepted";
+}
+
+// saker-mini drafts for itself as a draft model (a second instance, its own KV cache per sequence): greedy
+// accepts every draft; sampled rejects often, so the draft cache's rollback runs.
+TEST(EngineSpeculation, DraftModelEqualsPlainDecoding) {
+  SAKER_REQUIRE_MINI();
+  auto model = load_mini(OpsOptions{});
+  auto draft = load_mini(OpsOptions{});
+  ASSERT_TRUE(model && draft);
+  auto prompts = heldout_prompts();
+  prompts.resize(6);
+  const auto opts = mixed_options(prompts.size(), 40, 2, 1.0f, 300);
+  const EngineOptions eo = small_engine(6 * 16);
+  const auto plain = run_alone(*model, prompts, opts, eo);
+  Model* dm = draft.get();
+  const SpeculationRun run = expect_speculation_equals_plain(
+      *model, prompts, opts, plain, eo,
+      factory_of<spec::DraftModelProposer>([dm] { return spec::DraftModelProposer::create(*dm, 512, 6); }),
+      "draft model");
+  // Greedy: the draft is the target, so each step commits its 6 drafts and the target's next token (the last
+  // step of a request may have less room).
+  EXPECT_GT(run.greedy.mean_accepted_length(), 6.0);
+  EXPECT_LT(run.sampled.mean_accepted_length(), run.greedy.mean_accepted_length());
+}
+
+// Prompt lookup chained to the DFlash drafter (the drafter reads taps; the chain forwards them, and the
+// drafter keeps its context on steps where the n-gram drafted).
+TEST(EngineSpeculation, NgramChainedToTheDrafterEqualsPlainDecoding) {
+  SAKER_REQUIRE_MINI();
+  auto weights = testing::load_mini_weights();
+  ASSERT_TRUE(weights);
+  auto model = load_mini(OpsOptions{}, weights);
+  ASSERT_TRUE(model);
+  auto dw = mini_drafter(weights);
+  ASSERT_TRUE(dw);
+  auto prompts = heldout_prompts();
+  prompts.resize(6);
+  const auto opts = mixed_options(prompts.size(), 48, 3, 0.8f, 400);
+  const EngineOptions eo = small_engine(6 * 20);
+  const auto plain = run_alone(*model, prompts, opts, eo);
+  const SpeculationRun run = expect_speculation_equals_plain(
+      *model, prompts, opts, plain, eo, factory_of<spec::ChainedProposer>([dw]() -> Result<std::unique_ptr<spec::ChainedProposer>> {
+        std::vector<std::unique_ptr<Proposer>> chain;
+        SAKER_ASSIGN_OR_RETURN(auto ngram, spec::NgramProposer::create(spec::NgramOptions{}));
+        SAKER_ASSIGN_OR_RETURN(auto dflash, spec::DFlashProposer::create(dw, 512, 0, OpsOptions{}));
+        chain.push_back(std::move(ngram));
+        chain.push_back(std::move(dflash));
+        return spec::ChainedProposer::create(std::move(chain));
+      }),
+      "n-gram then drafter");
+  EXPECT_GT(run.all.mean_accepted_length(), 1.5);
+}
+
+TEST(EngineSpeculation, ChainRefusesTwoTapReadersAndAnEmptyList) {
+  SAKER_REQUIRE_MINI();
+  auto dw = mini_drafter(testing::load_mini_weights());
+  ASSERT_TRUE(dw);
+  std::vector<std::unique_ptr<Proposer>> two;
+  two.push_back(std::move(spec::DFlashProposer::create(dw, 64, 0, OpsOptions{})).value());
+  two.push_back(std::move(spec::DFlashProposer::create(dw, 64, 0, OpsOptions{})).value());
+  auto r = spec::ChainedProposer::create(std::move(two));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("hidden states"), std::string::npos);
+  EXPECT_FALSE(spec::ChainedProposer::create({}).ok());
+}
+
+// The n-gram proposer reads no hidden states, so a speculating request still takes its shared prefix from the
+// cache, and its output stays plain decoding's with the same cache state. (The reference is plain decoding
+// after the same earlier request: with BLAS prefill, a prompt prefilled in other chunks may part at a near-tie,
+// docs/internals.md; that is the prefix cache's property, tested in PrefixCacheHitEqualsColdRun.)
+TEST(EngineSpeculation, NgramKeepsThePrefixCache) {
+  SAKER_REQUIRE_MINI();
+  auto model = load_mini(OpsOptions{});
+  ASSERT_TRUE(model);
+  auto prompts = heldout_prompts();
+  std::vector<int32_t> shared;
+  for (const auto& p : prompts) {
+    shared.insert(shared.end(), p.begin(), p.end());
+    if (shared.size() > 400) break;
+  }
+  shared.resize(400);
+  std::vector<int32_t> first = shared, second = shared;
+  first.insert(first.end(), prompts[0].begin(), prompts[0].begin() + 20);
+  second.insert(second.end(), prompts[1].begin(), prompts[1].begin() + 30);
+  const GenerateOptions o = greedy_options(48);
+  EngineOptions eo;
+  eo.n_ctx = 1024;
+  eo.prefill_chunk = 128;
+  auto run_pair = [&](const EngineOptions& opts, int64_t* hits) {
+    auto engine = make_engine(*model, opts);
+    EXPECT_TRUE(engine->generate(first, o).ok());
+    auto r = engine->generate(second, o);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    *hits = engine->stats().pool.hit_tokens;
+    return r.ok() ? *r : GenerateResult{};
+  };
+  int64_t plain_hits = 0, spec_hits = 0;
+  const GenerateResult plain = run_pair(eo, &plain_hits);
+  EngineOptions so = eo;
+  so.proposer = ngram_factory();
+  const GenerateResult spec = run_pair(so, &spec_hits);
+  EXPECT_GE(spec_hits, 384) << "the shared 400-token prefix should come from the cache";
+  EXPECT_EQ(spec_hits, plain_hits);
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  ASSERT_TRUE(spec.draft);
+  EXPECT_GT(spec.draft->verify_steps, 0);
+}
+
+}  // namespace
+}  // namespace saker
