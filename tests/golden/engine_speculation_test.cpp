@@ -226,16 +226,7 @@ TEST(EngineSpeculation, NgramKeepsThePrefixCache) {
   SAKER_REQUIRE_MINI();
   auto model = load_mini(OpsOptions{});
   ASSERT_TRUE(model);
-  auto prompts = heldout_prompts();
-  std::vector<int32_t> shared;
-  for (const auto& p : prompts) {
-    shared.insert(shared.end(), p.begin(), p.end());
-    if (shared.size() > 400) break;
-  }
-  shared.resize(400);
-  std::vector<int32_t> first = shared, second = shared;
-  first.insert(first.end(), prompts[0].begin(), prompts[0].begin() + 20);
-  second.insert(second.end(), prompts[1].begin(), prompts[1].begin() + 30);
+  const auto [first, second] = testing::shared_prefix_pair(400);
   const GenerateOptions o = greedy_options(48);
   EngineOptions eo;
   eo.n_ctx = 1024;

@@ -76,4 +76,23 @@ inline std::vector<Outcome> run_batched(Engine& engine, const std::vector<std::v
   return got;
 }
 
+// Two prompts that share their first n_shared tokens (held-out prompts run together) and then go on with 20
+// and 30 tokens of two different prompts: for the prefix cache.
+struct SharedPrefixPair {
+  std::vector<int32_t> first, second;
+};
+inline SharedPrefixPair shared_prefix_pair(size_t n_shared) {
+  auto prompts = heldout_prompts();
+  std::vector<int32_t> shared;
+  for (const auto& p : prompts) {
+    shared.insert(shared.end(), p.begin(), p.end());
+    if (shared.size() > n_shared) break;
+  }
+  shared.resize(n_shared);
+  SharedPrefixPair pair{shared, shared};
+  pair.first.insert(pair.first.end(), prompts[0].begin(), prompts[0].begin() + 20);
+  pair.second.insert(pair.second.end(), prompts[1].begin(), prompts[1].begin() + 30);
+  return pair;
+}
+
 }  // namespace saker::testing
