@@ -7,16 +7,19 @@ namespace saker::spec {
 Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(Model& draft, int64_t n_ctx,
                                                                        int32_t max_draft) {
   if (max_draft < 1) return make_error(StatusCode::kInvalidArgument, "draft model: max_draft must be >= 1");
-  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Generator> gen, Generator::create(draft, nullptr, n_ctx));
-  return std::unique_ptr<DraftModelProposer>(new DraftModelProposer(std::move(gen), max_draft));
+  if (n_ctx < 1) return make_error(StatusCode::kInvalidArgument, "draft model: n_ctx must be >= 1");
+  return std::unique_ptr<DraftModelProposer>(new DraftModelProposer(draft, n_ctx, max_draft));
 }
 
 Status DraftModelProposer::propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) {
   out->clear();
   const int64_t len = static_cast<int64_t>(tokens.size());
   // The last drafted token is never fed, so the cache needs len + k - 1 positions.
-  const int64_t k = std::min<int64_t>({max_draft_, max_depth, gen_->n_ctx() - len + 1});
+  const int64_t k = std::min<int64_t>({max_draft_, max_depth, n_ctx_ - len + 1});
   if (len == 0 || k <= 0) return {};
+  if (!gen_) {
+    SAKER_ASSIGN_OR_RETURN(gen_, Generator::create(draft_, nullptr, n_ctx_));
+  }
   // Keep the cached prefix the sequence still has (at least the pending token is fed again).
   const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), tokens.begin(), tokens.end());
   const int64_t keep = std::min<int64_t>(mismatch.first - cached_.begin(), len - 1);

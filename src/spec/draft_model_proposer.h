@@ -3,7 +3,8 @@
 // pending one (--draft-model FILE). Each sequence has its own draft-model KV cache; the model's weights and
 // forward are shared. Before drafting it rolls its cache back to what it has in common with the sequence
 // (drafts the target rejected are overwritten), feeds what is new (the accepted tokens and the pending
-// one), then runs one row per drafted token. It reads no hidden states of the target.
+// one), then runs one row per drafted token. It reads no hidden states of the target. The draft KV cache
+// (n_ctx positions of the draft model) is allocated at the first draft, so a queued request holds none.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -23,15 +24,19 @@ class DraftModelProposer : public Proposer {
 
   std::span<const int32_t> tap_layers() const override { return {}; }
   void reset() override { cached_.clear(); }
+  // Whether the draft KV cache is allocated (after the first propose()).
+  bool allocated() const { return gen_ != nullptr; }
   Status add_context(int64_t, int64_t, const float*) override { return {}; }
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   int64_t max_nodes() const override { return max_draft_; }
 
  private:
-  DraftModelProposer(std::unique_ptr<Generator> gen, int32_t max_draft)
-      : gen_(std::move(gen)), max_draft_(max_draft) {}
+  DraftModelProposer(Model& draft, int64_t n_ctx, int32_t max_draft)
+      : draft_(draft), n_ctx_(n_ctx), max_draft_(max_draft) {}
 
-  std::unique_ptr<Generator> gen_;
+  Model& draft_;
+  int64_t n_ctx_;
+  std::unique_ptr<Generator> gen_;  // null until the first draft
   int32_t max_draft_;
   std::vector<int32_t> cached_;  // the tokens whose K/V the draft cache holds, by position
 };

@@ -171,6 +171,14 @@ TEST(EngineSpeculation, DraftModelEqualsPlainDecoding) {
       *model, prompts, opts, plain, eo,
       factory_of<spec::DraftModelProposer>([dm] { return spec::DraftModelProposer::create(*dm, 512, 6); }),
       "draft model");
+  // A queued request's proposer holds no draft KV cache yet.
+  auto lazy = spec::DraftModelProposer::create(*dm, 512, 6);
+  ASSERT_TRUE(lazy.ok());
+  EXPECT_FALSE((*lazy)->allocated());
+  DraftNodes nodes;
+  ASSERT_TRUE((*lazy)->propose(prompts[0], 6, &nodes).ok());
+  EXPECT_TRUE((*lazy)->allocated());
+  EXPECT_EQ(nodes.size(), 6);
   // Greedy: the draft is the target, so each step commits its 6 drafts and the target's next token (the last
   // step of a request may have less room).
   EXPECT_GT(run.greedy.mean_accepted_length(), 6.0);
