@@ -2,8 +2,8 @@
 // DraftPolicy: how deep a speculating sequence drafts in its next step, from how much of its last draft the
 // target accepted. Drafts the target keeps rejecting cost verify rows (and the proposer's own work) for
 // nothing, while a proposer that is right every time should get room to be right for longer. The rule is
-// additive: all of the last draft accepted -> two deeper (up to the proposer's most), any rejected -> the
-// accepted length plus one (at least one). It changes only how many tokens are proposed, never which tokens
+// additive: all of the last draft accepted -> two deeper than the depth or the draft, whichever is longer (up
+// to the proposer's most), any rejected -> the accepted length plus one (at least one). It changes only how many tokens are proposed, never which tokens
 // are decided, so output stays exactly plain decoding's.
 #include <algorithm>
 #include <cstdint>
@@ -21,7 +21,10 @@ class DraftPolicy {
   // After a verify: the draft was `proposed` deep and the target accepted `accepted` of its tokens in a row.
   void record(int64_t proposed, int64_t accepted) {
     if (!adaptive_ || proposed <= 0) return;
-    depth_ = accepted >= proposed ? std::min(max_, proposed + 2) : std::clamp<int64_t>(accepted + 1, 1, max_);
+    // A draft shorter than the depth (a proposer that ran out, a step with little room) that was accepted
+    // whole says nothing against the depth: grow from the larger of the two.
+    depth_ = accepted >= proposed ? std::min(max_, std::max(depth_, proposed) + 2)
+                                  : std::clamp<int64_t>(accepted + 1, 1, max_);
   }
 
  private:

@@ -129,14 +129,16 @@ Result<bool> Engine::step() {
   if (shutting_down) {
     scheduler_.drain(&finished);
     batch_.clear();
-  } else {
-    SAKER_RETURN_IF_ERROR(scheduler_.schedule(&batch_, &finished));
   }
+  // Sequences the scheduler ended (cancelled, or drained at shutdown) get their on_done even when scheduling
+  // then failed.
+  const Status scheduled = shutting_down ? Status() : scheduler_.schedule(&batch_, &finished);
   for (auto& s : finished) {
     s->result.finish = shutting_down ? FinishReason::kShutdown : FinishReason::kCancelled;
     GenerateResult r = s->result;
     finish(std::move(s), std::move(r));
   }
+  SAKER_RETURN_IF_ERROR(scheduled);
   publish_stats();
   if (batch_.empty()) return !finished.empty();
 

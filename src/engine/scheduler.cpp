@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/log.h"
+
 namespace saker {
 
 Scheduler::Scheduler(KvPool& pool, SchedulerOptions options) : pool_(pool), options_(options) {
@@ -144,7 +146,15 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
         const int64_t room = std::min<int64_t>(budget - 1, s->n_ctx - s->n_cached - 1);
         const int64_t depth = std::min<int64_t>(room, s->draft_policy.depth());
         s->drafts.clear();
-        if (room > 0) SAKER_RETURN_IF_ERROR(s->proposer->propose(s->tokens, depth, &s->drafts));
+        if (room > 0) {
+          // A proposer that fails (a draft model's cache that cannot be allocated, say) costs this step's
+          // draft, not the step: the sequence decodes one token as without speculation.
+          const Status st = s->proposer->propose(s->tokens, depth, &s->drafts);
+          if (!st.ok()) {
+            SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
+            s->drafts.clear();
+          }
+        }
         if (s->drafts.size() > 0 && s->drafts.size() <= room &&
             pool_.reserve(&s->pages, s->n_cached + 1 + s->drafts.size()).ok()) {
           append_tree(batch, s);

@@ -40,10 +40,10 @@ Status DraftModelProposer::propose(std::span<const int32_t> tokens, int64_t max_
 Status check_draft_vocab(const Model& target, const text::Tokenizer* target_tok, const Model& draft,
                          const text::Tokenizer* draft_tok) {
   const int64_t nt = target.hparams().n_vocab, nd = draft.hparams().n_vocab;
-  if (nt != nd) {
+  if (nd > nt) {
     return make_error(StatusCode::kInvalidArgument,
-                      "--draft-model: its vocabulary has {} tokens, the target's {}: they must share a tokenizer", nd,
-                      nt);
+                      "--draft-model: its vocabulary has {} tokens, more than the target's {}: they must share a "
+                      "tokenizer", nd, nt);
   }
   if (target_tok == nullptr || draft_tok == nullptr) return {};
   const text::Vocab& a = target_tok->vocab();

@@ -23,7 +23,12 @@ class DraftModelProposer : public Proposer {
   static Result<std::unique_ptr<DraftModelProposer>> create(Model& draft, int64_t n_ctx, int32_t max_draft);
 
   std::span<const int32_t> tap_layers() const override { return {}; }
-  void reset() override { cached_.clear(); }
+  // The sequence restarts (preempted): the draft cache is freed, refilled from the first position when it
+  // drafts again.
+  void reset() override {
+    cached_.clear();
+    gen_.reset();
+  }
   // Whether the draft KV cache is allocated (after the first propose()).
   bool allocated() const { return gen_ != nullptr; }
   Status add_context(int64_t, int64_t, const float*) override { return {}; }
@@ -41,8 +46,9 @@ class DraftModelProposer : public Proposer {
   std::vector<int32_t> cached_;  // the tokens whose K/V the draft cache holds, by position
 };
 
-// A draft model can serve a target only when both read and write the same token ids: the same vocabulary
-// size and, where both carry a tokenizer, the same token text for every id. The error names the first id
+// A draft model can serve a target only when both read and write the same token ids: no more embedding rows
+// than the target's (models of one family pad them differently: Qwen2.5-0.5B has 151,936, 7B 152,064) and,
+// where both carry a tokenizer, as many tokens with the same text for every id. The error names the first id
 // that differs.
 Status check_draft_vocab(const Model& target, const text::Tokenizer* target_tok, const Model& draft,
                          const text::Tokenizer* draft_tok);

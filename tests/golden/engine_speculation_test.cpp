@@ -213,6 +213,40 @@ TEST(EngineSpeculation, NgramChainedToTheDrafterEqualsPlainDecoding) {
   EXPECT_GT(run.all.mean_accepted_length(), 1.5);
 }
 
+// A proposer that fails every other call (as a draft model whose cache cannot be allocated would): those steps
+// decode without a draft, nothing stalls, and the output is still plain decoding's.
+class FlakyProposer : public Proposer {
+ public:
+  std::span<const int32_t> tap_layers() const override { return {}; }
+  void reset() override {}
+  Status add_context(int64_t, int64_t, const float*) override { return {}; }
+  Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override {
+    if (++calls_ % 2 == 0) return make_error(StatusCode::kOutOfRange, "no memory for the draft");
+    return ngram_->propose(tokens, max_depth, out);
+  }
+  int64_t max_nodes() const override { return ngram_->max_nodes(); }
+
+ private:
+  std::unique_ptr<spec::NgramProposer> ngram_ = std::move(spec::NgramProposer::create({})).value();
+  int64_t calls_ = 0;
+};
+
+TEST(EngineSpeculation, AFailingProposerCostsTheDraftNotTheStep) {
+  SAKER_REQUIRE_MINI();
+  auto model = load_mini(OpsOptions{});
+  ASSERT_TRUE(model);
+  auto prompts = heldout_prompts();
+  prompts.resize(4);
+  const auto opts = mixed_options(prompts.size(), 40, 2, 0.8f, 500);
+  const EngineOptions eo = small_engine(4 * 16);
+  const auto plain = run_alone(*model, prompts, opts, eo);
+  const SpeculationRun run = expect_speculation_equals_plain(
+      *model, prompts, opts, plain, eo,
+      factory_of<FlakyProposer>([] { return Result<std::unique_ptr<FlakyProposer>>(std::make_unique<FlakyProposer>()); }),
+      "failing every other draft");
+  EXPECT_GT(run.all.verify_steps, 0);
+}
+
 TEST(EngineSpeculation, ChainRefusesTwoTapReadersAndAnEmptyList) {
   SAKER_REQUIRE_MINI();
   auto dw = mini_drafter(testing::load_mini_weights());

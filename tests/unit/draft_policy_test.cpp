@@ -22,14 +22,18 @@ TEST(DraftPolicy, StartsAtTheMostAndFollowsAcceptance) {
   EXPECT_EQ(p.depth(), 15);  // never above the most
 }
 
-TEST(DraftPolicy, ADraftShorterThanAskedStillCounts) {
+TEST(DraftPolicy, AShortDraftAcceptedWholeDoesNotShrinkTheDepth) {
   // A proposer may draft less than the depth it was given (an n-gram found a short continuation): accepting
-  // all of those few grows from what was proposed, not from the depth.
+  // all of those few grows from the depth, not from the short draft.
   DraftPolicy p(8, true);
-  p.record(2, 2);
-  EXPECT_EQ(p.depth(), 4);
+  p.record(8, 2);
+  EXPECT_EQ(p.depth(), 3);
+  p.record(1, 1);
+  EXPECT_EQ(p.depth(), 5);
+  p.record(6, 6);  // a draft longer than the depth (a tree's depth, say) accepted whole
+  EXPECT_EQ(p.depth(), 8);
   p.record(0, 0);  // no draft: nothing learned
-  EXPECT_EQ(p.depth(), 4);
+  EXPECT_EQ(p.depth(), 8);
 }
 
 TEST(DraftPolicy, FixedAlwaysDraftsTheMost) {

@@ -57,7 +57,8 @@ struct AttentionLaunch {
 Status kv_write(const float* k, const float* v, int64_t token_stride, __half* k_cache, __half* v_cache,
                 const DeviceAttentionBatch& batch, int32_t n_head_kv, int32_t head_dim, cudaStream_t stream);
 
-// Scratch bytes the attention kernels need for a launch of this shape (split-K partials).
+// Scratch bytes the attention kernels need for a launch of this shape (split-K partials). The workspace
+// must be 16-byte aligned (the combine reads the partial sums as float4; cudaMalloc memory is).
 size_t attention_workspace_bytes(const DeviceAttentionBatch& batch, const AttentionLaunch& launch);
 
 // q: [n_tokens, n_head, head_dim] f32 (row stride `q_stride` floats between tokens); out: [n_tokens, n_head,

@@ -147,12 +147,16 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch,
 
 size_t attention_workspace_bytes(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
   if (!check(batch, launch).ok() || batch.layout.n_tokens <= 0) return 0;
-  // The workspace covers the plan with q aligned (the largest); an unaligned q runs a plan that needs less.
-  const Plan plan = make_plan(batch, launch);
+  // The plan depends on whether q can be read as float4, which the caller may not know yet: the workspace
+  // covers both plans (and split-K, which stands in for the tiled and verify kernels with an unaligned q).
+  const float* unaligned = reinterpret_cast<const float*>(uintptr_t{4});
+  const Plan aligned_plan = make_plan(batch, launch);
+  const Plan unaligned_plan = make_plan(batch, launch, unaligned, 1);
   AttentionLaunch split_launch = launch;
   split_launch.kernel = AttentionKernel::kSplitK;
   const Plan split = make_plan(batch, split_launch);
-  return std::max(plan.ml_bytes + plan.acc_bytes, split.ml_bytes + split.acc_bytes);
+  return std::max({aligned_plan.ml_bytes + aligned_plan.acc_bytes, unaligned_plan.ml_bytes + unaligned_plan.acc_bytes,
+                   split.ml_bytes + split.acc_bytes});
 }
 
 Status attention(const float* q, int64_t q_stride, const __half* k_cache, const __half* v_cache,
