@@ -55,6 +55,12 @@ struct DraftStats {
   int64_t drafted_tokens = 0;              // draft tokens (chain or tree nodes) offered to verify steps
   // Draft tokens the target accepted (each verify step also commits one token of the target's own).
   int64_t accepted_tokens() const { return committed_tokens - verify_steps; }
+  // Adds another generation's counts (the per-step histogram is left as it is).
+  void merge(const DraftStats& o) {
+    verify_steps += o.verify_steps;
+    committed_tokens += o.committed_tokens;
+    drafted_tokens += o.drafted_tokens;
+  }
   std::vector<int64_t> tokens_per_step;    // [k - 1] = verify steps that committed k tokens
   // Mean tokens committed per verify step: the drafter's mean accepted length.
   double mean_accepted_length() const {

@@ -86,9 +86,7 @@ struct Usage {
     completion += static_cast<int64_t>(r.tokens.size());
     if (!r.draft) return;
     if (!draft) draft.emplace();
-    draft->verify_steps += r.draft->verify_steps;
-    draft->committed_tokens += r.draft->committed_tokens;
-    draft->drafted_tokens += r.draft->drafted_tokens;
+    draft->merge(*r.draft);
   }
   // With speculation: OpenAI's prediction-token counts (drafts accepted and rejected) and saker's own figures.
   json to_json() const {

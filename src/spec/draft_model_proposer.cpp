@@ -23,7 +23,8 @@ Status DraftModelProposer::propose(std::span<const int32_t> tokens, int64_t max_
   // Keep the cached prefix the sequence still has (at least the pending token is fed again).
   const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), tokens.begin(), tokens.end());
   const int64_t keep = std::min<int64_t>(mismatch.first - cached_.begin(), len - 1);
-  cached_.assign(tokens.begin(), tokens.end());
+  cached_.resize(keep);  // what the draft cache still holds; the sequence's newer tokens follow
+  cached_.insert(cached_.end(), tokens.begin() + keep, tokens.end());
   int64_t begin = keep;
   for (int64_t d = 0; d < k; ++d) {
     SAKER_ASSIGN_OR_RETURN(const int32_t next, gen_->extend_argmax(cached_, begin));

@@ -51,9 +51,7 @@ void messages_route(const nlohmann::json& body) {
     const std::string prompt = saker::fuzz::render_both(messages, tools, kwargs);
     const AnthropicParams p = read_anthropic_params(body);
     check_params(p);
-    GenerateOptions fitted = p.options;
-    fit_to_context(&fitted, p.max_tokens, static_cast<int64_t>(prompt.size()), 4096, "messages");
-    SAKER_FUZZ_CHECK(fitted.max_tokens >= 1 && fitted.max_tokens <= 4096 - static_cast<int64_t>(prompt.size()));
+    saker::fuzz::check_fit_to_context(p.options, p.max_tokens, static_cast<int64_t>(prompt.size()));
   } catch (const ApiError& e) {
     saker::fuzz::check_refusal(e);
   }

@@ -43,10 +43,7 @@ void chat(const nlohmann::json& body) {
     const OpenAiParams p = read_openai_params(body, /*chat=*/true, nullptr);
     check_params(p, true);
     const std::string prompt = saker::fuzz::render_both(messages, tools, kwargs);
-    OpenAiParams fitted = p;
-    fit_to_context(&fitted.options, p.max_tokens, static_cast<int64_t>(prompt.size()), 4096, "messages");
-    SAKER_FUZZ_CHECK(fitted.options.max_tokens >= 1 &&
-                     fitted.options.max_tokens <= 4096 - static_cast<int64_t>(prompt.size()));
+    saker::fuzz::check_fit_to_context(p.options, p.max_tokens, static_cast<int64_t>(prompt.size()));
   } catch (const ApiError& e) {
     saker::fuzz::check_refusal(e);
   }

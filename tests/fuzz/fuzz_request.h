@@ -13,6 +13,7 @@
 #include "fuzz_target.h"
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
+#include "server/request_params.h"
 
 namespace saker::fuzz {
 
@@ -122,6 +123,13 @@ inline const RequestPrompts& request_prompts() {
     return p;
   }();
   return prompts;
+}
+
+// fit_to_context as the routes call it for a rendered prompt of prompt_bytes (a bound on its tokens) in a
+// 4096-token context: the fitted max_tokens leaves room for the prompt and asks for at least one token.
+inline void check_fit_to_context(GenerateOptions options, std::optional<int64_t> requested, int64_t prompt_bytes) {
+  server::fit_to_context(&options, requested, prompt_bytes, 4096, "messages");
+  SAKER_FUZZ_CHECK(options.max_tokens >= 1 && options.max_tokens <= 4096 - prompt_bytes);
 }
 
 // Renders normalized messages with both prompts. The template never raises, so a render either works or

@@ -80,11 +80,8 @@ SpeculationRun expect_speculation_equals_plain(Model& model, const std::vector<s
       continue;
     }
     const DraftStats& d = *got[i].result->draft;
-    for (DraftStats* t : {&run.all, opts[i].sampling.temperature > 0.0f ? &run.sampled : &run.greedy}) {
-      t->verify_steps += d.verify_steps;
-      t->committed_tokens += d.committed_tokens;
-      t->drafted_tokens += d.drafted_tokens;
-    }
+    run.all.merge(d);
+    (opts[i].sampling.temperature > 0.0f ? run.sampled : run.greedy).merge(d);
   }
   run.engine_steps = engine->stats().steps;
   std::printf("engine %s: %zu batched sequences identical to plain decoding; %.3f tokens per verify step over "
@@ -99,6 +96,20 @@ std::shared_ptr<const spec::DFlashWeights> mini_drafter(std::shared_ptr<const Mo
   auto drafter = spec::DFlashWeights::load((mini_dir() / "drafter").string(), std::move(weights));
   EXPECT_TRUE(drafter.ok()) << drafter.status().to_string();
   return drafter.ok() ? std::move(drafter).value() : nullptr;
+}
+
+// saker-mini and its DFlash drafter over one set of weights (either null when loading failed).
+struct MiniWithDrafter {
+  std::unique_ptr<Model> model;
+  std::shared_ptr<const spec::DFlashWeights> drafter;
+};
+MiniWithDrafter load_mini_with_drafter() {
+  MiniWithDrafter m;
+  auto weights = testing::load_mini_weights();
+  if (!weights) return m;
+  m.model = load_mini(OpsOptions{}, weights);
+  m.drafter = mini_drafter(weights);
+  return m;
 }
 
 ProposerFactory ngram_factory() {
@@ -116,12 +127,8 @@ EngineOptions small_engine(int64_t step_tokens) {
 // saker-mini's DFlash drafter, chain and tree of 12, 8 sequences.
 TEST(EngineSpeculation, DrafterChainAndTreeEqualPlainDecoding) {
   SAKER_REQUIRE_MINI();
-  auto weights = testing::load_mini_weights();
-  ASSERT_TRUE(weights);
-  auto model = load_mini(OpsOptions{}, weights);
-  ASSERT_TRUE(model);
-  auto dw = mini_drafter(weights);
-  ASSERT_TRUE(dw);
+  auto [model, dw] = load_mini_with_drafter();
+  ASSERT_TRUE(model && dw);
   auto prompts = heldout_prompts();
   prompts.resize(8);
   auto opts = mixed_options(prompts.size(), 48, 4, 0.8f, 100);
@@ -189,12 +196,8 @@ TEST(EngineSpeculation, DraftModelEqualsPlainDecoding) {
 // drafter keeps its context on steps where the n-gram drafted).
 TEST(EngineSpeculation, NgramChainedToTheDrafterEqualsPlainDecoding) {
   SAKER_REQUIRE_MINI();
-  auto weights = testing::load_mini_weights();
-  ASSERT_TRUE(weights);
-  auto model = load_mini(OpsOptions{}, weights);
-  ASSERT_TRUE(model);
-  auto dw = mini_drafter(weights);
-  ASSERT_TRUE(dw);
+  auto [model, dw] = load_mini_with_drafter();
+  ASSERT_TRUE(model && dw);
   auto prompts = heldout_prompts();
   prompts.resize(6);
   const auto opts = mixed_options(prompts.size(), 48, 3, 0.8f, 400);
