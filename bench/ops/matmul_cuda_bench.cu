@@ -16,6 +16,7 @@
 
 #include "formats/quant/codec.h"
 #include "ops/cuda/matmul.h"
+#include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/matmul_internal.cuh"
 
 using namespace saker;
@@ -56,9 +57,16 @@ std::vector<uint8_t> random_weights(DType type, int64_t n_out, int64_t n_in, uin
   return w;
 }
 
-// Whether matmul() takes the int8-activation dp4a kernels for these rows (as matmul_dispatch.cu decides).
+bool env_is(const char* env_path, const char* v) { return env_path != nullptr && std::strcmp(env_path, v) == 0; }
+
+// Whether matmul() takes the width-invariant int8 tensor-core kernel (as matmul_dispatch.cu decides).
+bool takes_kq(const cuda::DeviceMatrix& w, const float* x, int64_t rows, const char* env_path) {
+  if (env_is(env_path, "fma") || env_is(env_path, "simple") || env_is(env_path, "legacy")) return false;
+  return cuda::detail::matmul_kq_supported(w, x, rows, 64, w.n_in);
+}
+// Whether matmul() takes the int8-activation dp4a kernels for these rows.
 bool takes_q8(const cuda::DeviceMatrix& w, const float* x, int64_t rows, const char* env_path) {
-  if (env_path != nullptr && (std::strcmp(env_path, "fma") == 0 || std::strcmp(env_path, "simple") == 0)) return false;
+  if (env_is(env_path, "fma") || env_is(env_path, "simple") || takes_kq(w, x, rows, env_path)) return false;
   return rows <= cuda::detail::kQ8MaxRows && cuda::detail::matvec_q8_supported(w, x, rows, 64, w.n_in);
 }
 
@@ -73,7 +81,7 @@ int main(int argc, char** argv) {
       quick ? std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}}
             : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}, {4096, 12288}};
   const std::vector<int64_t> row_counts =
-      quick ? std::vector<int64_t>{1, 2, 4, 8, 64, 512} : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 512, 2048};
+      quick ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 512} : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 512, 2048};
   const int64_t max_rows = 2048, max_n_in = 12288;
   auto ctx = cuda::MatmulContext::create(max_rows, max_n_in, 151936);
   if (!ctx.ok()) {
@@ -136,7 +144,7 @@ int main(int argc, char** argv) {
         // The tensor-core path rounds x and weights to f16 (bf16) like the prefill GEMM; the FMA path is f32.
         const bool mma = cuda::detail::matmul_mma_supported(mats[0], x, rows);
         // The dp4a path rounds x to int8 per 32 elements.
-        const bool q8 = takes_q8(mats[0], x, rows, env_path);
+        const bool q8 = takes_q8(mats[0], x, rows, env_path) || takes_kq(mats[0], x, rows, env_path);
         const double tol = q8 ? 2e-4 : mma ? (type == DType::kBF16 ? 1e-4 : 1e-5) : 1e-8;
         if (!(e < tol)) {
           std::fprintf(stderr, "MISMATCH %s %lldx%lld: nmse %.3g vs simple kernel\n", std::string(dtype_name(type)).c_str(),
@@ -169,6 +177,8 @@ int main(int argc, char** argv) {
         const bool fma_only = env_path != nullptr && std::strcmp(env_path, "fma") == 0;
         const char* path = env_path != nullptr && std::strcmp(env_path, "simple") == 0 ? "simple"
                            : rows > 64                                              ? "gemm"
+                           : takes_kq(mats[0], x, rows, env_path)
+                               ? (rows <= cuda::detail::kKqDp4aMaxRows && !env_is(env_path, "kqmma") ? "kqdp4a" : "kqmma")
                            : takes_q8(mats[0], x, rows, env_path)                   ? "q8dp4a"
                            : !fma_only && cuda::detail::matmul_mma_supported(mats[0], x, rows) ? "mma"
                                                                                               : "fma";

@@ -139,9 +139,8 @@ Status DenseDecoderModel::body(const ForwardBatch& batch) {
     const bool local = h.layer_is_local(l);
     const AttentionSpec& spec = local ? attn_local_ : attn_global_;
     // Attention block: x += [post_norm] Wo attn(rope(norm(q)), rope(norm(k)), v), q|k|v from one matmul.
-    SAKER_RETURN_IF_ERROR(b.rms_norm(x, *L.attn_norm, h.rms_eps, hb));
+    SAKER_RETURN_IF_ERROR(b.norm_matmul(x, *L.attn_norm, h.rms_eps, hb, *L.qkv, qkv, false));
     b.trace(hb, "attn_norm", li);
-    SAKER_RETURN_IF_ERROR(b.matmul(*L.qkv, hb, qkv, false));
     if (L.qkv_bias) SAKER_RETURN_IF_ERROR(b.add_row_bias(qkv, *L.qkv_bias));  // qwen2: before any norm or RoPE
     SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, spec, L.q_norm, L.k_norm, h.rms_eps,
                                                   local ? rope_local_ : rope_global_, li));
@@ -150,9 +149,8 @@ Status DenseDecoderModel::body(const ForwardBatch& batch) {
     SAKER_RETURN_IF_ERROR(project_residual(*L.wo, attn, L.post_attn_norm, x, hb));
     b.trace(x, "attn_residual", li);
     // MLP block: x += [post_norm] W_down (act(W_gate h) * W_up h), gate|up from one matmul.
-    SAKER_RETURN_IF_ERROR(b.rms_norm(x, *L.ffn_norm, h.rms_eps, hb));
+    SAKER_RETURN_IF_ERROR(b.norm_matmul(x, *L.ffn_norm, h.rms_eps, hb, *L.gate_up, gu, false));
     b.trace(hb, "ffn_norm", li);
-    SAKER_RETURN_IF_ERROR(b.matmul(*L.gate_up, hb, gu, false));
     const Act gate = gu.columns(0, h.n_ff), up = gu.columns(h.n_ff, h.n_ff);
     SAKER_RETURN_IF_ERROR(geglu_ ? b.geglu_tanh(gate, up, act) : b.swiglu(gate, up, act));
     SAKER_RETURN_IF_ERROR(project_residual(*L.down, act, L.post_ffn_norm, x, hb));
@@ -172,10 +170,9 @@ Status DenseDecoderModel::head(int64_t first, int64_t n) {
   const Act x = b.buffer(kX, b.step_tokens());
   const Act xo = b.buffer(kXo, n);  // [n, n_embd]
   SAKER_RETURN_IF_ERROR(b.gather_outputs(x, first, xo));
-  SAKER_RETURN_IF_ERROR(b.rms_norm(xo, *output_norm_, h.rms_eps, xo));
-  b.trace(xo, "result_norm");
   const Act logits = b.logits(first, n);  // [n, n_vocab]
-  SAKER_RETURN_IF_ERROR(b.matmul(*output_, xo, logits, false));
+  SAKER_RETURN_IF_ERROR(b.norm_matmul(xo, *output_norm_, h.rms_eps, xo, *output_, logits, false));
+  b.trace(xo, "result_norm");
   if (h.final_soft_cap > 0.0f) SAKER_RETURN_IF_ERROR(b.soft_cap(logits, h.final_soft_cap));
   b.trace(logits, "result_output");
   return b.emit_outputs(logits, first);  // argmax ids (ties: the lowest id, as the greedy Sampler picks)

@@ -110,6 +110,14 @@ class OpBackend {
   virtual Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) = 0;
   // out (+)= x W^T: x [rows, n_in] contiguous, out [rows, n_out]; accumulate adds to out (the residual).
   virtual Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) = 0;
+  // normed = rms_norm(x); out (+)= normed W^T. One op so a backend can fold the norm into the matmul's input
+  // preparation (the CUDA backend quantises the activations for its K-quant kernels inside the norm);
+  // `normed` is still written. Same result as the two ops; by default it is the two ops.
+  virtual Status norm_matmul(const Act& x, const PreparedVector& norm, float eps, const Act& normed,
+                             const PreparedMatrix& w, const Act& out, bool accumulate) {
+    if (Status s = rms_norm(x, norm, eps, normed); !s.ok()) return s;
+    return matmul(w, normed, out, accumulate);
+  }
   virtual Status add_row_bias(const Act& x, const PreparedVector& bias) = 0;  // x [rows, n] += bias [n]
   virtual Status add(const Act& a, const Act& b, const Act& out) = 0;          // contiguous, same shape
   // qkv [T, (n_head + 2 n_head_kv) head_dim]: optional per-head RMSNorm of q and k (norms null: none), RoPE of

@@ -49,6 +49,8 @@ class CudaBackend final : public OpBackend {
   Status embedding(const PreparedMatrix& table, float scale, const Act& out) override;
   Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) override;
   Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) override;
+  Status norm_matmul(const Act& x, const PreparedVector& norm, float eps, const Act& normed, const PreparedMatrix& w,
+                     const Act& out, bool accumulate) override;
   Status add_row_bias(const Act& x, const PreparedVector& bias) override;
   Status add(const Act& a, const Act& b, const Act& out) override;
   Status qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
@@ -63,6 +65,9 @@ class CudaBackend final : public OpBackend {
   void trace(const Act&, const char*, int, int64_t) override {}  // device memory: no host trace
 
  private:
+  // The fused input path of norm_matmul.
+  bool input_fusable(const PreparedMatrix& w, const Act& in);
+  Status matmul_quantized(const PreparedMatrix& w, const Act& in, const Act& out, bool accumulate);
   // One matmul call per part, written side by side into one output row: q|k|v -> [T, q_dim + 2 kv_dim].
   struct Matrix : PreparedMatrix {
     std::vector<cuda::DeviceMatrix> parts;  // one when the dtypes agree

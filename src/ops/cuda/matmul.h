@@ -49,8 +49,21 @@ class MatmulContext {
 
 // x: [rows, w.n_in] f32 (row stride n_in); out: [rows, w.n_out] f32 (row stride out_stride, >= n_out).
 // accumulate: out += W x (residual fused into the epilogue) instead of out = W x.
+// x_quantized: x's int8 blocks are already in ctx (rms_norm_quantized wrote them, and nothing has run on ctx
+// since but matmuls of the same x): the width-invariant K-quant path skips its own quantisation. Other
+// paths read x as always.
 Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows, float* out,
-              int64_t out_stride, bool accumulate, cudaStream_t stream);
+              int64_t out_stride, bool accumulate, cudaStream_t stream, bool x_quantized = false);
+
+// Whether matmul() of these rows takes the width-invariant K-quant path, whose input quantisation a
+// producer can do instead (rms_norm_quantized).
+bool matmul_quantizes_input(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows);
+
+// cuda::rms_norm (no add_one) of rows [rows, n] into out, which also leaves out's int8 blocks in ctx for
+// matmul(..., x_quantized = true): the same bits as the matmul's own quantisation, one launch fewer.
+// n must be a multiple of 256 and rows within ctx's int8 scratch (matmul_quantizes_input held).
+Status rms_norm_quantized(MatmulContext& ctx, const float* x, const float* w, float* out, int64_t rows, int64_t n,
+                          float eps, cudaStream_t stream);
 
 // out[t, :] = table[tokens[t], :] dequantised to f32 (scale multiplies every element, e.g. sqrt(n_embd)
 // for Gemma). tokens: device int32 [n]; out: device f32 [n, table.n_in].

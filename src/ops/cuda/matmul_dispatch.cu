@@ -2,12 +2,15 @@
 // choice of path by row count: decode kernels up to max_kernel_rows(), cuBLAS GEMM beyond.
 // SAKER_CUDA_MATMUL=simple (core/env.h) forces the reference kernel for every row count, to bisect;
 // SAKER_CUDA_MATMUL=fma keeps verify widths on the FMA kernels instead of the tensor-core kernel, and decode
-// rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels.
+// rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels;
+// SAKER_CUDA_MATMUL=legacy keeps K-quant rows off the width-invariant tensor-core kernel (dp4a up to 8 rows,
+// the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare.
 #include <cstring>
 #include <string>
 
 #include "core/env.h"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/matmul_internal.cuh"
 
 namespace saker::cuda {
@@ -102,6 +105,15 @@ bool force_fma() {
   return fma;
 }
 
+// SAKER_CUDA_MATMUL=legacy: the K-quant dispatch before the width-invariant kernel.
+bool force_legacy() {
+  static const bool legacy = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "legacy") == 0;
+  }();
+  return legacy;
+}
+
 }  // namespace
 
 bool matmul_supports(DType type) {
@@ -168,14 +180,32 @@ bool library_beats_kernels(const DeviceMatrix& w, int64_t rows) {
   return w.type != DType::kF32 && rows >= 32;
 }
 
+bool matmul_quantizes_input(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows) {
+  if (force_simple() || force_fma() || force_legacy() || rows > ctx.max_kernel_rows() || rows > detail::kKqMaxRows) {
+    return false;
+  }
+  const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
+  return detail::matmul_kq_supported(w, x, rows, q8.rows, q8.n_in);
+}
+
 Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows, float* out,
-              int64_t out_stride, bool accumulate, cudaStream_t stream) {
+              int64_t out_stride, bool accumulate, cudaStream_t stream, bool x_quantized) {
   if (rows <= 0) return {};
   if (!w.data || !x || !out) return make_error(StatusCode::kInvalidArgument, "cuda matmul: null pointer");
   if (out_stride < w.n_out) return make_error(StatusCode::kInvalidArgument, "cuda matmul: out_stride < n_out");
   if (w.layout != 0) return make_error(StatusCode::kInvalidArgument, "cuda matmul: unknown weight layout");
   if (force_simple()) return detail::launch_matvec_simple(w, x, rows, out, out_stride, accumulate, stream);
   if (rows <= ctx.max_kernel_rows()) {
+    if (!force_fma() && !force_legacy() && rows <= detail::kKqMaxRows) {
+      const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
+      if (detail::matmul_kq_supported(w, x, rows, q8.rows, q8.n_in)) {
+        if (x_quantized) {
+          return detail::launch_kq_quantized(w, q8.xq, reinterpret_cast<const kq::KxBlock*>(q8.xs), rows, out,
+                                             out_stride, accumulate, stream);
+        }
+        return detail::launch_matmul_kq(w, x, rows, out, out_stride, accumulate, q8.xq, q8.xs, stream);
+      }
+    }
     if (!force_fma() && library_beats_kernels(w, rows) && detail::gemm_available(ctx)) {
       return detail::gemm_prefill(ctx, w, x, rows, out, out_stride, accumulate, stream);
     }

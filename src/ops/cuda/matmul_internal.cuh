@@ -59,6 +59,16 @@ bool matvec_q8_supported(const DeviceMatrix& w, const float* x, int64_t rows, in
 Status launch_matvec_q8(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
                         bool accumulate, int8_t* xq, q8::XBlock* xs, cudaStream_t stream);
 
+// The width-invariant K-quant kernel (matmul_kq_mma.cu) for Q4_K / Q5_K / Q6_K at 1 .. kKqMaxRows rows: x is
+// quantised to int8 codes per 256-element block with per-32 shifts (kq_canon.h) into the context's int8
+// scratch (xq, and kx_scratch for the KxBlocks, which the XBlock area holds), then multiplied on int8 tensor
+// cores in the canonical order: a row's output bits never depend on how many rows share the call.
+inline constexpr int64_t kKqMaxRows = 64;
+bool matmul_kq_supported(const DeviceMatrix& w, const float* x, int64_t rows, int64_t scratch_rows,
+                         int64_t scratch_n_in);
+Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                        bool accumulate, int8_t* xq, void* kx_scratch, cudaStream_t stream);
+
 // Rows [row0, row0 + n_rows) of a quantized w dequantised to f16: dst [n_rows, n_in].
 Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows, __half* dst, cudaStream_t stream);
 // f32 -> f16 (to == kF16) or bf16 (to == kBF16), n elements.

@@ -1,16 +1,21 @@
 // RMSNorm over rows: one block per row. The row is read twice (sum of squares, then the scaled write);
 // the second read hits L1/L2 for the row sizes of a decoder (<= 8192 floats = 32 KB).
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/kq_device.cuh"
+#include "ops/cuda/matmul.h"
 #include "ops/cuda/norm_rope.h"
 #include "ops/cuda/reduce.cuh"
 
 namespace saker::cuda {
 namespace {
 
-// x, out: [rows, n] f32 (may alias); w: [n] f32 or null (no weight).
-template <bool kVec4>
+using detail::kq_quantize_warp;
+
+// x, out: [rows, n] f32 (may alias); w: [n] f32 or null (no weight). kQuant: then each warp quantises 256-element
+// blocks of the written row for the width-invariant K-quant matmul (xq [rows, n], kx [rows, n / 256]).
+template <bool kVec4, bool kQuant = false>
 __global__ void rms_norm_kernel(const float* x, const float* __restrict__ w, float* out, int64_t n, float eps,
-                                bool add_one) {
+                                bool add_one, int8_t* __restrict__ xq = nullptr, kq::KxBlock* __restrict__ kx = nullptr) {
   __shared__ float scratch[32];
   const float* xr = x + blockIdx.x * n;
   float* yr = out + blockIdx.x * n;
@@ -39,6 +44,14 @@ __global__ void rms_norm_kernel(const float* x, const float* __restrict__ w, flo
   } else {
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = xr[i] * inv * (w ? w[i] + bias : 1.0f);
   }
+  if constexpr (kQuant) {
+    __syncthreads();  // the row's values are written (and visible to the block) before any warp reads them
+    const int64_t n_blk = n / kq::kBlock;
+    for (int64_t b = threadIdx.x >> 5; b < n_blk; b += blockDim.x >> 5) {
+      kq_quantize_warp(yr + b * kq::kBlock, xq + blockIdx.x * n + b * kq::kBlock, kx + blockIdx.x * n_blk + b,
+                       threadIdx.x & 31);
+    }
+  }
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
@@ -57,6 +70,27 @@ Status rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_
     rms_norm_kernel<true><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, out, n, eps, add_one);
   } else {
     rms_norm_kernel<false><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, out, n, eps, add_one);
+  }
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return {};
+}
+
+Status rms_norm_quantized(MatmulContext& ctx, const float* x, const float* w, float* out, int64_t rows, int64_t n,
+                          float eps, cudaStream_t stream) {
+  if (rows <= 0 || n <= 0) return {};
+  const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
+  if (n % kq::kBlock != 0 || rows > q8.rows || n > q8.n_in) {
+    return make_error(StatusCode::kInvalidArgument, "cuda rms_norm_quantized: shape outside the int8 scratch");
+  }
+  if (!(eps >= 0.0f)) return make_error(StatusCode::kInvalidArgument, "cuda rms_norm: eps must be >= 0");
+  // The launch shape and the sum of squares exactly as rms_norm's, so `out` gets the same bits.
+  const bool vec = aligned16(x) && aligned16(out) && (w == nullptr || aligned16(w));
+  const int threads = n >= 4096 ? 1024 : n >= 1024 ? 256 : 128;
+  auto* kx = reinterpret_cast<kq::KxBlock*>(q8.xs);
+  if (vec) {
+    rms_norm_kernel<true, true><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, out, n, eps, false, q8.xq, kx);
+  } else {
+    rms_norm_kernel<false, true><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, out, n, eps, false, q8.xq, kx);
   }
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};

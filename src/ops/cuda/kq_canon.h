@@ -1,0 +1,132 @@
+#pragma once
+// The canonical arithmetic of the K-quant decode/verify matmul (Q4_K, Q5_K, Q6_K weights, 1-64 activation
+// rows): one definition of every rounding step, so that the tensor-core kernel (matmul_kq_mma.cu) gives a
+// row the same bits whatever other rows share the call, and a host oracle (tests/ops) can recompute them.
+//
+// Activations are quantised per 256-element block (KxBlock): one f32 scale d = max|x| / 127 for the block,
+// and per 32-element sub-block j a shift e_j in 0..3, the largest with max_j|x| * 2^e_j <= max|x|:
+//     x ~= d * 2^-e_j * q        q = round(x * (1 / (d * 2^-e_j))), |q| <= 127
+// so a sub-block 8x quieter than its block keeps 8x finer steps, and yet every weight block's dot product
+// with x is one exact integer sum:
+//     Q4_K / Q5_K:  dot = d/8 * (dw * T - dmin * M),   T = sum_j (sc_j * S_j) << (3 - e_j),
+//                                                       M = sum_j  m_j * (Q_j << (3 - e_j))
+//     Q6_K:         dot = d/8 * dw * T,                  T = sum_i (sc_i * S_i) << (3 - e_{i/2})
+// where S_j = sum(code * q) over the sub-block (Q6_K: 16-element sub-blocks, codes centred by -32), Q_j =
+// sum(q). Integer sums are exact in any order, so only the float steps below fix the result: the block
+// value (kq_value_*), then, per output element, eight streams: stream s adds the values of blocks s, s + 8,
+// s + 16, ... in order, and the streams are combined as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
+// Nothing in this order depends on the number of activation rows.
+//
+// Magnitudes: |S_j| <= 32 * 31 * 127 (Q5_K), times sc <= 63, << 3, eight sub-blocks: < 2^29; Q6_K sixteen
+// 16-element sub-blocks with |sc| <= 128: < 2^30. Both fit int32.
+#include <cmath>
+#include <cstdint>
+
+#include "ops/cuda/dequant_blocks.h"
+
+namespace saker::cuda::kq {
+
+inline constexpr int kBlock = 256;    // elements per quantisation block (= one K-quant weight block)
+inline constexpr int kSub = 32;       // elements per activation sub-block
+inline constexpr int kMaxShift = 3;   // e_j <= 3
+inline constexpr int kStreams = 8;    // block-order streams of the canonical sum
+
+// One activation block's metadata, 32 bytes (two 16-byte loads).
+struct alignas(16) KxBlock {
+  float d8;         // d / 8: the block scale with the 2^-3 of the shifts folded in (exact)
+  uint8_t sh[8];    // 3 - e_j: T's left shift for sub-block j
+  int16_t qsum[8];  // (sum of sub-block j's codes) << sh[j]: |sum| <= 32 * 127, << 3 fits int16
+  uint32_t pad;
+};
+static_assert(sizeof(KxBlock) == 32, "KxBlock is two 16-byte loads");
+
+SAKER_HD float fmul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;  // the host build never contracts across these calls (no FMA in the baseline ISA)
+#endif
+}
+SAKER_HD float fadd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+SAKER_HD float fsub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+SAKER_HD float i2f(int v) {
+#if defined(__CUDA_ARCH__)
+  return __int2float_rn(v);
+#else
+  return static_cast<float>(v);
+#endif
+}
+
+// Shift e of a sub-block with max |x| = amax_j inside a block with max |x| = amax (both >= 0).
+SAKER_HD int sub_shift(float amax_j, float amax) {
+  int e = 0;
+  while (e < kMaxShift && amax_j * static_cast<float>(2 << e) <= amax) ++e;  // 2^(e+1) scaling is exact
+  return e;
+}
+
+// Code of x in a sub-block of step `step` (= d * 2^-e), given inv = 1 / step (one division per sub-block,
+// a multiply per element): round to nearest, ties away, clamped to +-127.
+SAKER_HD float inv_step(float step) { return step == 0.0f ? 0.0f : 1.0f / step; }
+SAKER_HD int8_t quantize_code(float x, float inv) {
+  const float q = fmul(x, inv);
+#if defined(__CUDA_ARCH__)
+  const float r = roundf(q);
+#else
+  const float r = std::round(q);
+#endif
+  const float c = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
+  return static_cast<int8_t>(static_cast<int>(c));
+}
+
+SAKER_HD float step_of(float d, int e) { return d / static_cast<float>(1 << e); }  // exact
+
+// The value of one weight block's dot product from its exact integer sums.
+SAKER_HD float kq_value_min(float d8, float dw, float dmin, int t_sum, int m_sum) {  // Q4_K, Q5_K
+  return fmul(d8, fsub(fmul(dw, i2f(t_sum)), fmul(dmin, i2f(m_sum))));
+}
+SAKER_HD float kq_value_sym(float d8, float dw, int t_sum) {  // Q6_K
+  return fmul(d8, fmul(dw, i2f(t_sum)));
+}
+
+// The streams' combination.
+SAKER_HD float combine_streams(const float (&s)[kStreams]) {
+  return fadd(fadd(fadd(s[0], s[1]), fadd(s[2], s[3])), fadd(fadd(s[4], s[5]), fadd(s[6], s[7])));
+}
+
+// Host quantisation of one 256-element block, as the device kernel does it (tests use it as the oracle).
+inline void quantize_block_host(const float* x, int8_t* q, KxBlock* kb) {
+  float amax_j[8], amax = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    amax_j[j] = 0.0f;
+    for (int i = 0; i < kSub; ++i) amax_j[j] = std::fmax(amax_j[j], std::fabs(x[kSub * j + i]));
+    amax = std::fmax(amax, amax_j[j]);
+  }
+  const float d = amax / 127.0f;
+  kb->d8 = d * 0.125f;
+  kb->pad = 0;
+  for (int j = 0; j < 8; ++j) {
+    const int e = sub_shift(amax_j[j], amax);
+    const float inv = inv_step(step_of(d, e));
+    int sum = 0;
+    for (int i = 0; i < kSub; ++i) {
+      q[kSub * j + i] = quantize_code(x[kSub * j + i], inv);
+      sum += q[kSub * j + i];
+    }
+    kb->sh[j] = static_cast<uint8_t>(kMaxShift - e);
+    kb->qsum[j] = static_cast<int16_t>(sum * (1 << (kMaxShift - e)));
+  }
+}
+
+}  // namespace saker::cuda::kq

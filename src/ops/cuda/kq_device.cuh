@@ -1,0 +1,109 @@
+#pragma once
+// Device pieces shared by the two width-invariant K-quant kernels (matmul_kq_mma.cu on tensor cores,
+// matmul_kq_dp4a.cu with __dp4a): the activation side's metadata and unaligned word loads. The canonical
+// arithmetic itself is kq_canon.h.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ops/cuda/kq_canon.h"
+#include "ops/cuda/matmul_internal.cuh"
+
+namespace saker::cuda::detail {
+
+// A 32-bit little-endian word from a 2-byte-aligned address: the covering aligned words, funnel-shifted.
+__device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t* p) {
+  const auto* base = reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
+  const uint32_t sh = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 3) * 8;
+  const uint32_t x0 = __ldg(base);
+  return sh == 0 ? x0 : __funnelshift_r(x0, __ldg(base + 1), sh);
+}
+
+// The activation side of one (block, n-tile) for this lane: its B fragments and, for the two output columns
+// it holds, the KxBlock fields.
+struct ColMeta {  // one activation row's KxBlock of one weight block
+  float d8;
+  uint32_t sh[2];  // sh[j] bytes 0..7
+  uint32_t qs[4];  // qsum[j] int16 pairs
+  // Selects, not indexing: j may differ between lanes, and an indexed array would go to local memory.
+  __device__ __forceinline__ int shift(int j) const {
+    const uint32_t w = (j & 4) ? sh[1] : sh[0];
+    return static_cast<int>((w >> (8 * (j & 3))) & 0xFF);
+  }
+  __device__ __forceinline__ int qsum(int j) const {
+    const uint32_t w = (j & 4) ? ((j & 2) ? qs[3] : qs[2]) : ((j & 2) ? qs[1] : qs[0]);
+    return static_cast<int>(static_cast<int16_t>((w >> (16 * (j & 1))) & 0xFFFF));
+  }
+};
+__device__ __forceinline__ ColMeta load_meta(const kq::KxBlock* kb) {
+  const uint4 a = __ldg(reinterpret_cast<const uint4*>(kb));
+  const uint4 b = __ldg(reinterpret_cast<const uint4*>(kb) + 1);
+  ColMeta m;
+  m.d8 = __uint_as_float(a.x);
+  m.sh[0] = a.y;
+  m.sh[1] = a.z;
+  m.qs[0] = a.w;
+  m.qs[1] = b.x;
+  m.qs[2] = b.y;
+  m.qs[3] = b.z;
+  return m;
+}
+
+// One warp quantises one 256-element block of x (kq_canon.h): lane l takes elements 8l .. 8l+7 (sub-block
+// l / 4). Used by the quantisation kernel and by producers that fuse it (rms_norm_kq), so both write the
+// same bits.
+__device__ __forceinline__ void kq_quantize_warp(const float* __restrict__ xs_blk, int8_t* __restrict__ xq_blk,
+                                                 kq::KxBlock* __restrict__ kb, int lane) {
+  const int j = lane >> 2;
+  const float* xs = xs_blk + 8 * lane;
+  float v[8];
+  if ((reinterpret_cast<uintptr_t>(xs_blk) & 15) == 0) {  // always in the engine; tests also pass offset rows
+    const float4 v0 = reinterpret_cast<const float4*>(xs)[0], v1 = reinterpret_cast<const float4*>(xs)[1];
+    v[0] = v0.x, v[1] = v0.y, v[2] = v0.z, v[3] = v0.w, v[4] = v1.x, v[5] = v1.y, v[6] = v1.z, v[7] = v1.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = xs[i];
+  }
+  float a = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a = fmaxf(a, fabsf(v[i]));
+  a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
+  a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));  // the sub-block's max
+  float amax = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
+  amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 8));
+  amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 16));  // the block's
+  const float d = amax / 127.0f;
+  const int e = kq::sub_shift(a, amax);
+  const float inv = kq::inv_step(kq::step_of(d, e));
+  uint32_t w[2] = {0, 0};
+  int sum = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int8_t q = kq::quantize_code(v[i], inv);
+    sum += q;
+    w[i >> 2] |= static_cast<uint32_t>(static_cast<uint8_t>(q)) << (8 * (i & 3));
+  }
+  sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+  sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+  *reinterpret_cast<uint2*>(xq_blk + 8 * lane) = make_uint2(w[0], w[1]);
+  if ((lane & 3) == 0) {
+    kb->sh[j] = static_cast<uint8_t>(kq::kMaxShift - e);
+    kb->qsum[j] = static_cast<int16_t>(sum * (1 << (kq::kMaxShift - e)));
+  }
+  if (lane == 0) {
+    kb->d8 = d * 0.125f;
+    kb->pad = 0;
+  }
+}
+
+// The launchers behind launch_matmul_kq, after x is quantised (xq codes, kx metadata).
+Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
+                     int64_t out_stride, bool accumulate, cudaStream_t stream);
+Status launch_kq_dp4a(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
+                      int64_t out_stride, bool accumulate, cudaStream_t stream);
+// Both, on activation blocks already in xq / kx (rows x w.n_in).
+Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
+                           int64_t out_stride, bool accumulate, cudaStream_t stream);
+inline constexpr int64_t kKqDp4aMaxRows = 2;  // the dp4a kernel up to here, tensor cores beyond
+
+}  // namespace saker::cuda::detail

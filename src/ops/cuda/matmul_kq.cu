@@ -1,0 +1,68 @@
+// The width-invariant K-quant matmul's entry: x quantised once per call (kq_canon.h's activation blocks),
+// then the dp4a kernel for the narrowest calls (one warp streams one weight row: the fastest at decode) or
+// the tensor-core kernel beyond. Both compute the canonical order, so which one ran never shows in the bits.
+// SAKER_CUDA_MATMUL=kqmma sends every row count to the tensor-core kernel (to measure the split).
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+#include "core/env.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/kq_device.cuh"
+
+namespace saker::cuda::detail {
+namespace {
+
+using kq::KxBlock;
+
+// ---- activation quantisation: one warp per 256-element block (kq_quantize_warp), no shared memory or
+// barrier: a matmul waits on this kernel, so its latency is what counts.
+constexpr int kQuantWarps = 8;
+
+__global__ void __launch_bounds__(kQuantWarps * 32)
+    kx_quantize_kernel(const float* __restrict__ x, int8_t* __restrict__ xq, KxBlock* __restrict__ kx, int64_t n_blk) {
+  const int64_t blk = static_cast<int64_t>(blockIdx.x) * kQuantWarps + (threadIdx.x >> 5);
+  if (blk >= n_blk) return;  // whole warp
+  kq_quantize_warp(x + blk * kq::kBlock, xq + blk * kq::kBlock, kx + blk, threadIdx.x & 31);
+}
+
+bool kq_force_mma() {
+  static const bool force = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "kqmma") == 0;
+  }();
+  return force;
+}
+
+}  // namespace
+
+bool matmul_kq_supported(const DeviceMatrix& w, const float* x, int64_t rows, int64_t scratch_rows,
+                         int64_t scratch_n_in) {
+  if (w.type != DType::kQ4_K && w.type != DType::kQ5_K && w.type != DType::kQ6_K) return false;
+  if (rows < 1 || rows > kKqMaxRows || rows > scratch_rows || w.n_in > scratch_n_in) return false;
+  if (w.n_in % kq::kBlock != 0 || w.n_in / kq::kBlock > 0x7FFFFFFF || w.layout != 0) return false;
+  // Q4_K / Q5_K rows are 16-byte multiples; Q6_K's are read as aligned words around 2-byte-aligned fields.
+  const uintptr_t align = w.type == DType::kQ6_K ? 4 : 16;
+  return (reinterpret_cast<uintptr_t>(w.data) & (align - 1)) == 0 && (reinterpret_cast<uintptr_t>(x) & 3) == 0;
+}
+
+Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                        bool accumulate, int8_t* xq, void* kx_scratch, cudaStream_t stream) {
+  auto* kx = static_cast<KxBlock*>(kx_scratch);
+  const int64_t n_blocks_total = rows * (w.n_in / kq::kBlock);
+  if (n_blocks_total > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: x too large");
+  kx_quantize_kernel<<<static_cast<unsigned>((n_blocks_total + kQuantWarps - 1) / kQuantWarps), kQuantWarps * 32, 0,
+                       stream>>>(x, xq, kx, n_blocks_total);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return launch_kq_quantized(w, xq, kx, rows, out, out_stride, accumulate, stream);
+}
+
+Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
+                           int64_t out_stride, bool accumulate, cudaStream_t stream) {
+  if (rows <= kKqDp4aMaxRows && !kq_force_mma()) {
+    return launch_kq_dp4a(w, xq, kx, rows, out, out_stride, accumulate, stream);
+  }
+  return launch_kq_mma(w, xq, kx, rows, out, out_stride, accumulate, stream);
+}
+
+}  // namespace saker::cuda::detail

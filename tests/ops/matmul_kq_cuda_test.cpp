@@ -1,0 +1,226 @@
+// The width-invariant K-quant matmul (matmul_kq_mma.cu): every output element equals, bit for bit, the
+// canonical order of kq_canon.h recomputed on the host, and a row's output is the same whether it is
+// multiplied alone or with up to 63 other rows. The engine's speculative and batched greedy output equal
+// plain decoding only if both hold.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "ops/cuda/dequant_blocks.h"
+#include "ops/cuda/kq_canon.h"
+#include "ops/cuda/matmul.h"
+#include "ops/cuda/norm_rope.h"
+#include "ops/cuda_test_util.h"
+#include "ops/matmul_test_util.h"
+
+namespace saker {
+namespace {
+
+namespace kq = cuda::kq;
+using cuda::blocks::f16_to_f32;
+using cuda::blocks::rd_u16;
+using cuda::blocks::rd_u32;
+
+bool kq_path_on() {
+  const char* env = debug_env().cuda_matmul;
+  return env == nullptr || (std::strcmp(env, "fma") != 0 && std::strcmp(env, "simple") != 0 &&
+                            std::strcmp(env, "legacy") != 0);
+}
+
+// Activations whose 32-element sub-blocks span 1/16x .. 1x of the block's largest, so every shift e = 0..3
+// is taken, with an outlier in some blocks.
+std::vector<float> varied_activations(int64_t rows, int64_t n_in, uint32_t seed) {
+  std::vector<float> x = testing::random_floats(static_cast<size_t>(rows * n_in), seed);
+  for (int64_t i = 0; i < rows * n_in; ++i) {
+    const int64_t sub = i / kq::kSub;
+    x[i] *= 1.0f / static_cast<float>(1 << (sub % 5));
+    if (i % 997 == 0) x[i] = 40.0f;
+  }
+  return x;
+}
+
+// One weight row times one activation row in the canonical order, from the GGUF bytes and the host
+// quantisation of x.
+float oracle(DType type, const uint8_t* wrow, const int8_t* xq, const kq::KxBlock* kx, int64_t n_blocks) {
+  const int64_t block_bytes = type == DType::kQ4_K ? 144 : (type == DType::kQ5_K ? 176 : 210);
+  float streams[kq::kStreams] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* blk = wrow + b * block_bytes;
+    const int8_t* q = xq + b * kq::kBlock;
+    const kq::KxBlock& m = kx[b];
+    float v = 0.0f;
+    if (type == DType::kQ6_K) {
+      const uint8_t* ql = blk;
+      const uint8_t* qh = blk + 128;
+      int t_sum = 0;
+      for (int i = 0; i < 16; ++i) {
+        int s = 0;
+        for (int l16 = 0; l16 < 16; ++l16) {
+          const int e = 16 * i + l16, h = e >> 7, r = (e >> 5) & 3, l = e & 31;
+          const int lo = ql[64 * h + 32 * (r & 1) + l];
+          const int code = ((r >> 1) ? lo >> 4 : lo & 15) | (((qh[32 * h + l] >> (2 * r)) & 3) << 4);
+          s += (code - 32) * q[e];
+        }
+        t_sum += (static_cast<int8_t>(blk[192 + i]) * s) << m.sh[i >> 1];
+      }
+      v = kq::kq_value_sym(m.d8, f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 208))), t_sum);
+    } else {
+      const bool five = type == DType::kQ5_K;
+      const uint8_t* qs = blk + (five ? 48 : 16);
+      const uint32_t w1 = rd_u32(blk + 4), w2 = rd_u32(blk + 8), w3 = rd_u32(blk + 12);
+      int t_sum = 0, m_sum = 0;
+      for (int j = 0; j < 8; ++j) {
+        int sc = 0, mn = 0;
+        cuda::blocks::k_scale_min(w1, w2, w3, j, &sc, &mn);
+        int s = 0;
+        for (int l = 0; l < 32; ++l) {
+          const int byte = qs[32 * (j >> 1) + l];
+          int code = (j & 1) ? byte >> 4 : byte & 15;
+          if (five) code |= ((blk[16 + l] >> j) & 1) << 4;
+          s += code * q[32 * j + l];
+        }
+        t_sum += (sc * s) << m.sh[j];
+        m_sum += mn * m.qsum[j];
+      }
+      v = kq::kq_value_min(m.d8, f16_to_f32(static_cast<uint16_t>(rd_u16(blk))),
+                           f16_to_f32(static_cast<uint16_t>(rd_u16(blk + 2))), t_sum, m_sum);
+    }
+    streams[b % kq::kStreams] = kq::fadd(streams[b % kq::kStreams], v);
+  }
+  return kq::combine_streams(streams);
+}
+
+struct Shape {
+  DType type;
+  int64_t n_out, n_in;
+};
+
+// Odd n_out (a partial last tile), n_in of 1, 9 (streams of unequal length) and 16 blocks.
+constexpr Shape kShapes[] = {
+    {DType::kQ4_K, 301, 2304}, {DType::kQ4_K, 37, 256},   {DType::kQ5_K, 77, 2304},
+    {DType::kQ5_K, 16, 4096},  {DType::kQ6_K, 301, 2304}, {DType::kQ6_K, 45, 4096},
+};
+
+TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
+  SAKER_REQUIRE_GPU();
+  if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  constexpr int64_t kRows = 64;
+  auto ctx = cuda::MatmulContext::create(kRows, 4096, 301);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 4100;
+  for (const Shape& sh : kShapes) {
+    const std::vector<uint8_t> w = testing::make_weights(sh.type, sh.n_out, sh.n_in, seed++);
+    const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(w.data()), sh.type, {sh.n_out, sh.n_in});
+    auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
+    ASSERT_TRUE(dm.ok()) << dm.status().message();
+    const std::vector<float> x = varied_activations(kRows, sh.n_in, seed++);
+    const std::vector<float> base = testing::random_floats(static_cast<size_t>(kRows * sh.n_out), seed++);
+    const int64_t n_blocks = sh.n_in / kq::kBlock;
+    std::vector<int8_t> xq(static_cast<size_t>(kRows * sh.n_in));
+    std::vector<kq::KxBlock> kx(static_cast<size_t>(kRows * n_blocks));
+    for (int64_t i = 0; i < kRows * n_blocks; ++i) {
+      kq::quantize_block_host(x.data() + i * kq::kBlock, xq.data() + i * kq::kBlock, kx.data() + i);
+    }
+    const uint64_t rb = *row_bytes(sh.type, sh.n_in);
+    for (bool accumulate : {false, true}) {
+      testing::DeviceArray<float> dx(x), dout(base);
+      ASSERT_TRUE(cuda::matmul(**ctx, *dm, dx.get(), kRows, dout.get(), sh.n_out, accumulate, nullptr).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> got = dout.to_host();
+      int64_t mismatches = 0;
+      for (int64_t t = 0; t < kRows; ++t) {
+        for (int64_t o = 0; o < sh.n_out; ++o) {
+          float want = oracle(sh.type, w.data() + o * rb, xq.data() + t * sh.n_in, kx.data() + t * n_blocks, n_blocks);
+          if (accumulate) want = kq::fadd(base[t * sh.n_out + o], want);
+          const float g = got[t * sh.n_out + o];
+          if (std::memcmp(&g, &want, sizeof(float)) != 0 && mismatches++ < 5) {
+            ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " acc=" << accumulate
+                          << ": row " << t << " out " << o << " got " << g << " want " << want;
+          }
+        }
+      }
+      EXPECT_EQ(mismatches, 0) << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in;
+    }
+    cuda::free_matrix(&*dm);
+  }
+}
+
+// A row multiplied alone, or as any row of calls of 2 .. 64 rows, gives the same bits: every n-tile count
+// and m-tile choice of the launcher, and rows at every position of a tile.
+TEST(CudaMatmulKq, RowsAreWidthInvariantUpTo64) {
+  SAKER_REQUIRE_GPU();
+  if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  constexpr int64_t kRows = 64;
+  auto ctx = cuda::MatmulContext::create(kRows, 4096, 301);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 4300;
+  for (const Shape& sh : kShapes) {
+    const std::vector<uint8_t> w = testing::make_weights(sh.type, sh.n_out, sh.n_in, seed++);
+    const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(w.data()), sh.type, {sh.n_out, sh.n_in});
+    auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
+    ASSERT_TRUE(dm.ok()) << dm.status().message();
+    const std::vector<float> x = varied_activations(kRows, sh.n_in, seed++);
+    testing::DeviceArray<float> dx(x), dout(static_cast<size_t>(kRows * sh.n_out));
+    auto run = [&](int64_t first, int64_t rows) {
+      EXPECT_TRUE(cuda::matmul(**ctx, *dm, dx.get() + first * sh.n_in, rows, dout.get(), sh.n_out, false, nullptr).ok());
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<float> all = dout.to_host();
+      all.resize(static_cast<size_t>(rows * sh.n_out));
+      return all;
+    };
+    const std::vector<float> full = run(0, kRows);
+    for (int64_t rows : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63}) {
+      for (int64_t first : {int64_t{0}, kRows - rows, (kRows - rows) / 2}) {
+        const std::vector<float> got = run(first, rows);
+        for (int64_t t = 0; t < rows; ++t) {
+          ASSERT_EQ(0, std::memcmp(got.data() + t * sh.n_out, full.data() + (first + t) * sh.n_out,
+                                   sizeof(float) * static_cast<size_t>(sh.n_out)))
+              << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << ": row " << first + t << " in a call of "
+              << rows << " rows from " << first << " differs from the 64-row call";
+        }
+      }
+    }
+    cuda::free_matrix(&*dm);
+  }
+}
+
+// rms_norm_quantized + matmul(x_quantized) (the CUDA backend's norm_matmul) gives the same normed rows and
+// the same outputs, bit for bit, as rms_norm then matmul, at decode and verify widths, in place too.
+TEST(CudaMatmulKq, NormFusedQuantisationEqualsSeparateOps) {
+  SAKER_REQUIRE_GPU();
+  if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  constexpr int64_t kIn = 2304, kOut = 301;
+  auto ctx = cuda::MatmulContext::create(64, kIn, kOut);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 4500;
+  for (DType type : {DType::kQ4_K, DType::kQ6_K}) {
+    const std::vector<uint8_t> w = testing::make_weights(type, kOut, kIn, seed++);
+    const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(w.data()), type, {kOut, kIn});
+    auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
+    ASSERT_TRUE(dm.ok()) << dm.status().message();
+    const std::vector<float> gamma = testing::random_floats(kIn, seed++);
+    testing::DeviceArray<float> dgamma(gamma);
+    for (int64_t rows : {1, 2, 5, 16, 64}) {
+      const std::vector<float> x = varied_activations(rows, kIn, seed++);
+      testing::DeviceArray<float> dx(x), normed_a(x.size()), normed_b(x), out_a(rows * kOut), out_b(rows * kOut);
+      ASSERT_TRUE(cuda::rms_norm(dx.get(), dgamma.get(), normed_a.get(), rows, kIn, 1e-6f, false, nullptr).ok());
+      ASSERT_TRUE(cuda::matmul(**ctx, *dm, normed_a.get(), rows, out_a.get(), kOut, false, nullptr).ok());
+      ASSERT_TRUE(cuda::matmul_quantizes_input(**ctx, *dm, normed_b.get(), rows));
+      // In place, as the output head's norm runs.
+      ASSERT_TRUE(cuda::rms_norm_quantized(**ctx, normed_b.get(), dgamma.get(), normed_b.get(), rows, kIn, 1e-6f,
+                                           nullptr).ok());
+      ASSERT_TRUE(cuda::matmul(**ctx, *dm, normed_b.get(), rows, out_b.get(), kOut, false, nullptr, true).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> na = normed_a.to_host(), nb = normed_b.to_host();
+      const std::vector<float> oa = out_a.to_host(), ob = out_b.to_host();
+      EXPECT_EQ(0, std::memcmp(na.data(), nb.data(), na.size() * sizeof(float))) << dtype_name(type) << " rows " << rows;
+      EXPECT_EQ(0, std::memcmp(oa.data(), ob.data(), oa.size() * sizeof(float))) << dtype_name(type) << " rows " << rows;
+    }
+    cuda::free_matrix(&*dm);
+  }
+}
+
+}  // namespace
+}  // namespace saker
