@@ -92,6 +92,17 @@ float oracle(DType type, const uint8_t* wrow, const int8_t* xq, const kq::KxBloc
   return kq::combine_streams(streams);
 }
 
+// Random weights quantised on the host (into *bytes when given) and uploaded; data null on failure.
+cuda::DeviceMatrix upload_random(DType type, int64_t n_out, int64_t n_in, uint32_t seed,
+                                 std::vector<uint8_t>* bytes = nullptr) {
+  std::vector<uint8_t> w = testing::make_weights(type, n_out, n_in, seed);
+  const TensorView part = TensorView::contiguous(w.data(), type, {n_out, n_in});
+  auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
+  EXPECT_TRUE(dm.ok()) << dm.status().message();
+  if (bytes != nullptr) *bytes = std::move(w);
+  return dm.ok() ? *dm : cuda::DeviceMatrix{};
+}
+
 struct Shape {
   DType type;
   int64_t n_out, n_in;
@@ -111,10 +122,9 @@ TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 4100;
   for (const Shape& sh : kShapes) {
-    const std::vector<uint8_t> w = testing::make_weights(sh.type, sh.n_out, sh.n_in, seed++);
-    const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(w.data()), sh.type, {sh.n_out, sh.n_in});
-    auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
-    ASSERT_TRUE(dm.ok()) << dm.status().message();
+    std::vector<uint8_t> w;
+    cuda::DeviceMatrix dm = upload_random(sh.type, sh.n_out, sh.n_in, seed++, &w);
+    ASSERT_NE(dm.data, nullptr);
     const std::vector<float> x = varied_activations(kRows, sh.n_in, seed++);
     const std::vector<float> base = testing::random_floats(static_cast<size_t>(kRows * sh.n_out), seed++);
     const int64_t n_blocks = sh.n_in / kq::kBlock;
@@ -126,7 +136,7 @@ TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
     const uint64_t rb = *row_bytes(sh.type, sh.n_in);
     for (bool accumulate : {false, true}) {
       testing::DeviceArray<float> dx(x), dout(base);
-      ASSERT_TRUE(cuda::matmul(**ctx, *dm, dx.get(), kRows, dout.get(), sh.n_out, accumulate, nullptr).ok());
+      ASSERT_TRUE(cuda::matmul(**ctx, dm, dx.get(), kRows, dout.get(), sh.n_out, accumulate, nullptr).ok());
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const std::vector<float> got = dout.to_host();
       int64_t mismatches = 0;
@@ -143,7 +153,7 @@ TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
       }
       EXPECT_EQ(mismatches, 0) << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in;
     }
-    cuda::free_matrix(&*dm);
+    cuda::free_matrix(&dm);
   }
 }
 
@@ -157,14 +167,12 @@ TEST(CudaMatmulKq, RowsAreWidthInvariantUpTo64) {
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 4300;
   for (const Shape& sh : kShapes) {
-    const std::vector<uint8_t> w = testing::make_weights(sh.type, sh.n_out, sh.n_in, seed++);
-    const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(w.data()), sh.type, {sh.n_out, sh.n_in});
-    auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
-    ASSERT_TRUE(dm.ok()) << dm.status().message();
+    cuda::DeviceMatrix dm = upload_random(sh.type, sh.n_out, sh.n_in, seed++);
+    ASSERT_NE(dm.data, nullptr);
     const std::vector<float> x = varied_activations(kRows, sh.n_in, seed++);
     testing::DeviceArray<float> dx(x), dout(static_cast<size_t>(kRows * sh.n_out));
     auto run = [&](int64_t first, int64_t rows) {
-      EXPECT_TRUE(cuda::matmul(**ctx, *dm, dx.get() + first * sh.n_in, rows, dout.get(), sh.n_out, false, nullptr).ok());
+      EXPECT_TRUE(cuda::matmul(**ctx, dm, dx.get() + first * sh.n_in, rows, dout.get(), sh.n_out, false, nullptr).ok());
       EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       std::vector<float> all = dout.to_host();
       all.resize(static_cast<size_t>(rows * sh.n_out));
@@ -182,7 +190,7 @@ TEST(CudaMatmulKq, RowsAreWidthInvariantUpTo64) {
         }
       }
     }
-    cuda::free_matrix(&*dm);
+    cuda::free_matrix(&dm);
   }
 }
 
@@ -196,29 +204,27 @@ TEST(CudaMatmulKq, NormFusedQuantisationEqualsSeparateOps) {
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 4500;
   for (DType type : {DType::kQ4_K, DType::kQ6_K}) {
-    const std::vector<uint8_t> w = testing::make_weights(type, kOut, kIn, seed++);
-    const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(w.data()), type, {kOut, kIn});
-    auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
-    ASSERT_TRUE(dm.ok()) << dm.status().message();
+    cuda::DeviceMatrix dm = upload_random(type, kOut, kIn, seed++);
+    ASSERT_NE(dm.data, nullptr);
     const std::vector<float> gamma = testing::random_floats(kIn, seed++);
     testing::DeviceArray<float> dgamma(gamma);
     for (int64_t rows : {1, 2, 5, 16, 64}) {
       const std::vector<float> x = varied_activations(rows, kIn, seed++);
       testing::DeviceArray<float> dx(x), normed_a(x.size()), normed_b(x), out_a(rows * kOut), out_b(rows * kOut);
       ASSERT_TRUE(cuda::rms_norm(dx.get(), dgamma.get(), normed_a.get(), rows, kIn, 1e-6f, false, nullptr).ok());
-      ASSERT_TRUE(cuda::matmul(**ctx, *dm, normed_a.get(), rows, out_a.get(), kOut, false, nullptr).ok());
-      ASSERT_TRUE(cuda::matmul_quantizes_input(**ctx, *dm, normed_b.get(), rows));
+      ASSERT_TRUE(cuda::matmul(**ctx, dm, normed_a.get(), rows, out_a.get(), kOut, false, nullptr).ok());
+      ASSERT_TRUE(cuda::matmul_quantizes_input(**ctx, dm, normed_b.get(), rows));
       // In place, as the output head's norm runs.
       ASSERT_TRUE(cuda::rms_norm_quantized(**ctx, normed_b.get(), dgamma.get(), normed_b.get(), rows, kIn, 1e-6f,
                                            nullptr).ok());
-      ASSERT_TRUE(cuda::matmul(**ctx, *dm, normed_b.get(), rows, out_b.get(), kOut, false, nullptr, true).ok());
+      ASSERT_TRUE(cuda::matmul(**ctx, dm, normed_b.get(), rows, out_b.get(), kOut, false, nullptr, true).ok());
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const std::vector<float> na = normed_a.to_host(), nb = normed_b.to_host();
       const std::vector<float> oa = out_a.to_host(), ob = out_b.to_host();
       EXPECT_EQ(0, std::memcmp(na.data(), nb.data(), na.size() * sizeof(float))) << dtype_name(type) << " rows " << rows;
       EXPECT_EQ(0, std::memcmp(oa.data(), ob.data(), oa.size() * sizeof(float))) << dtype_name(type) << " rows " << rows;
     }
-    cuda::free_matrix(&*dm);
+    cuda::free_matrix(&dm);
   }
 }
 

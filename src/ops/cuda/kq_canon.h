@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "ops/cuda/dequant_blocks.h"
+#include "ops/cuda/q8_dot.h"
 
 namespace saker::cuda::kq {
 
@@ -79,16 +80,7 @@ SAKER_HD int sub_shift(float amax_j, float amax) {
 // Code of x in a sub-block of step `step` (= d * 2^-e), given inv = 1 / step (one division per sub-block,
 // a multiply per element): round to nearest, ties away, clamped to +-127.
 SAKER_HD float inv_step(float step) { return step == 0.0f ? 0.0f : 1.0f / step; }
-SAKER_HD int8_t quantize_code(float x, float inv) {
-  const float q = fmul(x, inv);
-#if defined(__CUDA_ARCH__)
-  const float r = roundf(q);
-#else
-  const float r = std::round(q);
-#endif
-  const float c = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
-  return static_cast<int8_t>(static_cast<int>(c));
-}
+SAKER_HD int8_t quantize_code(float x, float inv) { return q8::round_to_code(fmul(x, inv)); }
 
 SAKER_HD float step_of(float d, int e) { return d / static_cast<float>(1 << e); }  // exact
 

@@ -48,6 +48,15 @@ __device__ __forceinline__ void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, u
                : "r"(a0), "r"(a1), "r"(b0), "r"(0), "r"(0), "r"(0), "r"(0));
 }
 
+// T[e] += S[e] * (weight row's scale << column's shift) for the four C elements (rows g, g, g+8, g+8;
+// columns c0, c1, c0, c1) of one sub-block.
+__device__ __forceinline__ void fold_scaled(int (&T)[4], const int (&s)[4], int sc0, int sc1, int sh0, int sh1) {
+  T[0] += s[0] * (sc0 << sh0);
+  T[1] += s[1] * (sc0 << sh1);
+  T[2] += s[2] * (sc1 << sh0);
+  T[3] += s[3] * (sc1 << sh1);
+}
+
 // ---- weight formats. Each gives one lane's view of a weight row's block (Row), the MMAs of a row pair
 // against one n-tile's codes (sums S per sub-block, folded into T at once) and the block value.
 
@@ -122,11 +131,7 @@ struct KqMinFmt {
       int s[4];
       mma_k32(s, codes(r0, j, 0), codes(r1, j, 0), codes(r0, j, 1), codes(r1, j, 1), x.b[j][0], x.b[j][1]);
       const int sc0 = byte_at(r0.sc, j), sc1 = byte_at(r1.sc, j), m0 = byte_at(r0.mn, j), m1 = byte_at(r1.mn, j);
-      const int sh0 = col[0].shift(j), sh1 = col[1].shift(j);
-      T[0] += s[0] * (sc0 << sh0);
-      T[1] += s[1] * (sc0 << sh1);
-      T[2] += s[2] * (sc1 << sh0);
-      T[3] += s[3] * (sc1 << sh1);
+      fold_scaled(T, s, sc0, sc1, col[0].shift(j), col[1].shift(j));
       const int q0 = col[0].qsum(j), q1 = col[1].qsum(j);
       M[0] += m0 * q0;
       M[1] += m0 * q1;
@@ -197,11 +202,7 @@ struct KqQ6Fmt {
       int s[4];
       mma_k16(s, codes(r0, i), codes(r1, i), x.b[i]);
       const int sc0 = scale(r0, i), sc1 = scale(r1, i);
-      const int sh0 = col[0].shift(i >> 1), sh1 = col[1].shift(i >> 1);
-      T[0] += s[0] * (sc0 << sh0);
-      T[1] += s[1] * (sc0 << sh1);
-      T[2] += s[2] * (sc1 << sh0);
-      T[3] += s[3] * (sc1 << sh1);
+      fold_scaled(T, s, sc0, sc1, col[0].shift(i >> 1), col[1].shift(i >> 1));
     }
   }
   __device__ __forceinline__ static float value(const Row& r, float d8, int t_sum, int) {

@@ -226,11 +226,8 @@ SAKER_HD float q6k_dot(const Q6KUnit& w, const int8_t* xb, const XBlock* xs) {
 
 namespace saker::cuda::q8 {
 
-// Code of one x value given its block's scale d = max|x| / 127 (round to nearest, ties away from zero;
-// |code| <= 127 by construction). d == 0 gives 0.
-SAKER_HD int8_t quantize_value(float x, float d) {
-  if (d == 0.0f) return 0;
-  const float q = x / d;
+// q rounded to the nearest integer (ties away from zero) and clamped to +-127, as an int8 code.
+SAKER_HD int8_t round_to_code(float q) {
 #if defined(__CUDA_ARCH__)
   const float r = roundf(q);
 #else
@@ -239,5 +236,9 @@ SAKER_HD int8_t quantize_value(float x, float d) {
   const float c = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
   return static_cast<int8_t>(static_cast<int>(c));
 }
+
+// Code of one x value given its block's scale d = max|x| / 127 (|code| <= 127 by construction). d == 0
+// gives 0.
+SAKER_HD int8_t quantize_value(float x, float d) { return d == 0.0f ? 0 : round_to_code(x / d); }
 
 }  // namespace saker::cuda::q8
