@@ -2,6 +2,7 @@
 // canonical order of kq_canon.h recomputed on the host, and a row's output is the same whether it is
 // multiplied alone or with up to 63 other rows. The engine's speculative and batched greedy output equal
 // plain decoding only if both hold.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -179,6 +180,19 @@ TEST(CudaMatmulKq, RowsAreWidthInvariantUpTo64) {
       return all;
     };
     const std::vector<float> full = run(0, kRows);
+    // x 4 bytes off a 16-byte boundary (the quantiser's scalar loads): the same bits.
+    {
+      std::vector<float> shifted(x.size() + 1, 0.0f);
+      std::copy(x.begin(), x.end(), shifted.begin() + 1);
+      testing::DeviceArray<float> dxs(shifted);
+      for (int64_t rows : {1, 7, 64}) {
+        ASSERT_TRUE(cuda::matmul(**ctx, dm, dxs.get() + 1, rows, dout.get(), sh.n_out, false, nullptr).ok());
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<float> got = dout.to_host();
+        ASSERT_EQ(0, std::memcmp(got.data(), full.data(), sizeof(float) * static_cast<size_t>(rows * sh.n_out)))
+            << dtype_name(sh.type) << ": " << rows << " rows with misaligned x differ from the aligned call";
+      }
+    }
     for (int64_t rows : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63}) {
       for (int64_t first : {int64_t{0}, kRows - rows, (kRows - rows) / 2}) {
         const std::vector<float> got = run(first, rows);
@@ -203,7 +217,7 @@ TEST(CudaMatmulKq, NormFusedQuantisationEqualsSeparateOps) {
   auto ctx = cuda::MatmulContext::create(64, kIn, kOut);
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 4500;
-  for (DType type : {DType::kQ4_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     cuda::DeviceMatrix dm = upload_random(type, kOut, kIn, seed++);
     ASSERT_NE(dm.data, nullptr);
     const std::vector<float> gamma = testing::random_floats(kIn, seed++);

@@ -45,7 +45,7 @@ SAKER_HD float fmul(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(a, b);
 #else
-  return a * b;  // the host build never contracts across these calls (no FMA in the baseline ISA)
+  return a * b;  // host: ISO C++ mode, so GCC keeps -ffp-contract=off and never fuses these into an FMA
 #endif
 }
 SAKER_HD float fadd(float a, float b) {

@@ -52,7 +52,8 @@ __device__ __forceinline__ ColMeta load_meta(const kq::KxBlock* kb) {
 // One warp quantises one 256-element block of x (kq_canon.h): lane l takes elements 8l .. 8l+7 (sub-block
 // l / 4). Used by the quantisation kernel and by producers that fuse it (rms_norm_kq), so both write the
 // same bits.
-__device__ __forceinline__ void kq_quantize_warp(const float* __restrict__ xs_blk, int8_t* __restrict__ xq_blk,
+// xs_blk carries no __restrict__: the fused norm reads back values the same kernel has just written.
+__device__ __forceinline__ void kq_quantize_warp(const float* xs_blk, int8_t* __restrict__ xq_blk,
                                                  kq::KxBlock* __restrict__ kb, int lane) {
   const int j = lane >> 2;
   const float* xs = xs_blk + 8 * lane;

@@ -3,8 +3,8 @@
 // SAKER_CUDA_MATMUL=simple (core/env.h) forces the reference kernel for every row count, to bisect;
 // SAKER_CUDA_MATMUL=fma keeps verify widths on the FMA kernels instead of the tensor-core kernel, and decode
 // rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels;
-// SAKER_CUDA_MATMUL=legacy keeps K-quant rows off the width-invariant tensor-core kernel (dp4a up to 8 rows,
-// the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare.
+// SAKER_CUDA_MATMUL=legacy keeps K-quant rows off both width-invariant kernels (the previous dispatch: dp4a
+// up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare.
 #include <cstring>
 #include <string>
 
