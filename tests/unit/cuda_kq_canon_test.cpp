@@ -1,0 +1,98 @@
+// The canonical activation quantisation of the width-invariant K-quant matmul (ops/cuda/kq_canon.h), built by
+// the host compiler: the shift rule, the code range, the rounding error each shift promises, the block
+// metadata the kernels read, and that the per-32 shifts make the quantisation finer than one scale per block.
+// (The kernels themselves are checked against these definitions bit for bit on the GPU, tests/ops.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "ops/cuda/kq_canon.h"
+
+namespace saker {
+namespace {
+
+namespace kq = cuda::kq;
+
+// A block whose sub-block j has its largest magnitude at scale[j] (the rest below it).
+std::vector<float> block_with_scales(const float (&scale)[8], uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(kq::kBlock);
+  for (int j = 0; j < 8; ++j) {
+    for (int i = 0; i < kq::kSub; ++i) x[kq::kSub * j + i] = scale[j] * u(rng) * 0.9f;
+    x[kq::kSub * j + 5] = -scale[j];  // the sub-block's max, negative
+  }
+  return x;
+}
+
+TEST(KqCanon, ShiftIsTheLargestThatKeepsCodesInRange) {
+  // Sub-block maxima relative to the block's: the shift is the largest e <= 3 with amax_j * 2^e <= amax.
+  const float scale[8] = {1.0f, 0.5f, 0.3f, 0.26f, 0.125f, 0.01f, 0.0f, 0.74f};
+  const int want_e[8] = {0, 1, 1, 1, 3, 3, 3, 0};
+  const std::vector<float> x = block_with_scales(scale, 1);
+  std::vector<int8_t> q(kq::kBlock);
+  kq::KxBlock kb{};
+  kq::quantize_block_host(x.data(), q.data(), &kb);
+  const float d = 1.0f / 127.0f;  // max |x| = 1
+  EXPECT_EQ(kb.d8, d * 0.125f);
+  for (int j = 0; j < 8; ++j) {
+    EXPECT_EQ(kb.sh[j], kq::kMaxShift - want_e[j]) << "sub-block " << j;
+    int sum = 0;
+    const float step = d / static_cast<float>(1 << want_e[j]);
+    for (int i = 0; i < kq::kSub; ++i) {
+      const int c = q[kq::kSub * j + i];
+      EXPECT_LE(std::abs(c), 127);
+      // Reconstruction within half a step (plus the float rounding of the scale).
+      EXPECT_LE(std::fabs(x[kq::kSub * j + i] - step * static_cast<float>(c)), 0.5f * step * (1.0f + 1e-5f));
+      sum += c;
+    }
+    EXPECT_EQ(kb.qsum[j], sum * (1 << kb.sh[j])) << "sub-block " << j;
+  }
+  EXPECT_EQ(q[5], -127);  // the block's largest value takes the full code range
+}
+
+TEST(KqCanon, ZeroBlockIsAllZero) {
+  const std::vector<float> x(kq::kBlock, 0.0f);
+  std::vector<int8_t> q(kq::kBlock, 1);
+  kq::KxBlock kb{};
+  kq::quantize_block_host(x.data(), q.data(), &kb);
+  EXPECT_EQ(kb.d8, 0.0f);
+  for (int i = 0; i < kq::kBlock; ++i) EXPECT_EQ(q[i], 0);
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(kb.qsum[j], 0);
+}
+
+// With sub-blocks of unequal size (LLM activations have outlier channels), the shifts cut the squared
+// quantisation error against one scale for the whole block, and never raise it.
+TEST(KqCanon, ShiftsAreFinerThanOneScalePerBlock) {
+  double err_shifted = 0.0, err_block = 0.0;
+  for (uint32_t seed = 0; seed < 50; ++seed) {
+    const float scale[8] = {1.0f, 0.05f, 0.2f, 0.11f, 0.4f, 0.07f, 0.6f, 0.15f};
+    const std::vector<float> x = block_with_scales(scale, 100 + seed);
+    std::vector<int8_t> q(kq::kBlock);
+    kq::KxBlock kb{};
+    kq::quantize_block_host(x.data(), q.data(), &kb);
+    const float d = kb.d8 * 8.0f;
+    for (int i = 0; i < kq::kBlock; ++i) {
+      const int sh = kb.sh[i / kq::kSub];
+      const double shifted = static_cast<double>(kb.d8) * (1 << sh) * q[i];
+      const double block = d * std::round(x[i] / d);
+      err_shifted += (x[i] - shifted) * (x[i] - shifted);
+      err_block += (x[i] - block) * (x[i] - block);
+    }
+  }
+  EXPECT_LT(err_shifted, 0.5 * err_block);
+}
+
+TEST(KqCanon, StreamsCombineInTheFixedTree) {
+  // Values where the order of the additions shows in the result.
+  const float s[8] = {1e8f, 1.0f, -1e8f, 1.0f, 3.0f, 1e-8f, -3.0f, 0.5f};
+  const float want = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  EXPECT_EQ(kq::combine_streams(s), want);
+  EXPECT_NE(kq::combine_streams(s), ((((((s[0] + s[1]) + s[2]) + s[3]) + s[4]) + s[5]) + s[6]) + s[7]);
+}
+
+}  // namespace
+}  // namespace saker
