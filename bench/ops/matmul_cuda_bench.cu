@@ -59,14 +59,12 @@ std::vector<uint8_t> random_weights(DType type, int64_t n_out, int64_t n_in, uin
 
 bool env_is(const char* env_path, const char* v) { return env_path != nullptr && std::strcmp(env_path, v) == 0; }
 
-// Whether matmul() takes the width-invariant int8 tensor-core kernel (as matmul_dispatch.cu decides).
-bool takes_kq(const cuda::DeviceMatrix& w, const float* x, int64_t rows, const char* env_path) {
-  if (env_is(env_path, "fma") || env_is(env_path, "simple") || env_is(env_path, "legacy")) return false;
-  return cuda::detail::matmul_kq_supported(w, x, rows, 64, w.n_in);
-}
-// Whether matmul() takes the int8-activation dp4a kernels for these rows.
-bool takes_q8(const cuda::DeviceMatrix& w, const float* x, int64_t rows, const char* env_path) {
-  if (env_is(env_path, "fma") || env_is(env_path, "simple") || takes_kq(w, x, rows, env_path)) return false;
+// Whether matmul() takes the int8-activation dp4a kernels for these rows (cuda::matmul_quantizes_input: the
+// width-invariant K-quant kernels, which come first).
+bool takes_q8(cuda::MatmulContext& ctx, const cuda::DeviceMatrix& w, const float* x, int64_t rows,
+              const char* env_path) {
+  if (env_is(env_path, "fma") || env_is(env_path, "simple")) return false;
+  if (cuda::matmul_quantizes_input(ctx, w, x, rows)) return false;
   return rows <= cuda::detail::kQ8MaxRows && cuda::detail::matvec_q8_supported(w, x, rows, 64, w.n_in);
 }
 
@@ -144,7 +142,7 @@ int main(int argc, char** argv) {
         // The tensor-core path rounds x and weights to f16 (bf16) like the prefill GEMM; the FMA path is f32.
         const bool mma = cuda::detail::matmul_mma_supported(mats[0], x, rows);
         // The dp4a path rounds x to int8 per 32 elements.
-        const bool q8 = takes_q8(mats[0], x, rows, env_path) || takes_kq(mats[0], x, rows, env_path);
+        const bool q8 = takes_q8(**ctx, mats[0], x, rows, env_path) || cuda::matmul_quantizes_input(**ctx, mats[0], x, rows);
         const double tol = q8 ? 2e-4 : mma ? (type == DType::kBF16 ? 1e-4 : 1e-5) : 1e-8;
         if (!(e < tol)) {
           std::fprintf(stderr, "MISMATCH %s %lldx%lld: nmse %.3g vs simple kernel\n", std::string(dtype_name(type)).c_str(),
@@ -177,9 +175,9 @@ int main(int argc, char** argv) {
         const bool fma_only = env_path != nullptr && std::strcmp(env_path, "fma") == 0;
         const char* path = env_path != nullptr && std::strcmp(env_path, "simple") == 0 ? "simple"
                            : rows > 64                                              ? "gemm"
-                           : takes_kq(mats[0], x, rows, env_path)
+                           : cuda::matmul_quantizes_input(**ctx, mats[0], x, rows)
                                ? (rows <= cuda::detail::kKqDp4aMaxRows && !env_is(env_path, "kqmma") ? "kqdp4a" : "kqmma")
-                           : takes_q8(mats[0], x, rows, env_path)                   ? "q8dp4a"
+                           : takes_q8(**ctx, mats[0], x, rows, env_path)                   ? "q8dp4a"
                            : !fma_only && cuda::detail::matmul_mma_supported(mats[0], x, rows) ? "mma"
                                                                                               : "fma";
         std::printf("%-7s %6lldx%-6lld rows %5lld  %-6s %8.4f ms  %7.1f GB/s  %5.1f%%  %7.2f TFLOP/s\n",

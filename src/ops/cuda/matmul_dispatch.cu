@@ -196,15 +196,13 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
   if (w.layout != 0) return make_error(StatusCode::kInvalidArgument, "cuda matmul: unknown weight layout");
   if (force_simple()) return detail::launch_matvec_simple(w, x, rows, out, out_stride, accumulate, stream);
   if (rows <= ctx.max_kernel_rows()) {
-    if (!force_fma() && !force_legacy() && rows <= detail::kKqMaxRows) {
+    if (matmul_quantizes_input(ctx, w, x, rows)) {  // the one definition the fused producers also ask
       const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
-      if (detail::matmul_kq_supported(w, x, rows, q8.rows, q8.n_in)) {
-        if (x_quantized) {
-          return detail::launch_kq_quantized(w, q8.xq, reinterpret_cast<const kq::KxBlock*>(q8.xs), rows, out,
-                                             out_stride, accumulate, stream);
-        }
-        return detail::launch_matmul_kq(w, x, rows, out, out_stride, accumulate, q8.xq, q8.xs, stream);
+      if (x_quantized) {
+        return detail::launch_kq_quantized(w, q8.xq, reinterpret_cast<const kq::KxBlock*>(q8.xs), rows, out,
+                                           out_stride, accumulate, stream);
       }
+      return detail::launch_matmul_kq(w, x, rows, out, out_stride, accumulate, q8.xq, q8.xs, stream);
     }
     if (!force_fma() && library_beats_kernels(w, rows) && detail::gemm_available(ctx)) {
       return detail::gemm_prefill(ctx, w, x, rows, out, out_stride, accumulate, stream);
