@@ -290,8 +290,9 @@ int main(int argc, char** argv) {
   Timer timer;
   if (quick) timer.warmup = 2, timer.runs = 20;
 
-  // Names without a kernel run the automatic choice (split-K for 1-7 rows at GQA 4, verify kernel for 8-64
-  // rows, tiled for prefill); the others force one for comparison.
+  // Names without a kernel run the automatic choice (the tensor-core kernel on fixed 128-key slices for
+  // decode and verify, tiled for prefill; SAKER_CUDA_ATTENTION=grid gives the previous, batch-dependent
+  // choice: split-K for 1-7 rows at GQA 4, the verify kernel for 8-64 rows); the others force one.
   std::vector<AttentionCase> cases = {
       {"decode 1 tok ctx 4096", 1, 1, 4096, false},
       {"decode 1 tok ctx 4096 warp", 1, 1, 4096, false, K::kWarpDecode},

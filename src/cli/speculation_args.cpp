@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/model_loading.h"
+#include "core/log.h"
 #include "spec/chained_proposer.h"
 #include "spec/dflash_proposer.h"
 #include "spec/draft_model_proposer.h"
@@ -15,7 +16,7 @@ namespace saker::cli {
 void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::string& what) {
   app->add_option("--drafter", a->drafter,
                   "DFlash drafter folder (config.json + model.safetensors): speculative decoding of " + what +
-                      ", the same output as without it (CPU backend)");
+                      ", the same output as without it (CPU backend only)");
   app->add_option("--draft-tree", a->draft_tree,
                   "With --drafter: verify a tree of up to N draft tokens grown from the drafter's top tokens per "
                   "position (0: its single best chain)")
@@ -24,11 +25,11 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
   CLI::Option* spec_opt = app->add_option("--spec", a->spec,
                   "Speculative decoding without a draft model: 'ngram' drafts the tokens that followed the latest "
                   "earlier occurrence of the sequence's last n-gram (prompt lookup); the same output as without "
-                  "it (CPU backend)")
+                  "it")
       ->check(CLI::IsMember({"ngram"}));
   app->add_option("--draft-model", a->draft_model,
                   "A smaller model of the same tokenizer (.gguf or HF folder) whose greedy tokens are drafted and "
-                  "verified: the same output as without it (CPU backend)");
+                  "verified: the same output as without it");
   // At most kMaxTreeNodes, as a drafter's tree: a verify stays on the row-independent CPU paths.
   app->add_option("--draft-max", a->draft_max,
                   "With --spec ngram or --draft-model: most tokens drafted per step (default 8)")
@@ -62,15 +63,16 @@ Status check_speculation_args(const SpeculationArgs& a, const std::string& devic
     return make_error(StatusCode::kInvalidArgument, "--ngram-max ({}) must be >= --ngram-min ({})", a.ngram_max,
                       a.ngram_min);
   }
-  if (a.any() && device == "cuda") {
-    return make_error(StatusCode::kUnsupported, "{} runs on the CPU backend only for now: use --device cpu",
-                      !a.drafter.empty() ? "--drafter" : !a.draft_model.empty() ? "--draft-model" : "--spec");
+  if (!a.drafter.empty() && device == "cuda") {
+    return make_error(StatusCode::kUnsupported,
+                      "--drafter runs on the CPU backend only for now (the CUDA backend does not tap the target's "
+                      "hidden states yet): use --device cpu, or --spec ngram / --draft-model on the GPU");
   }
   return {};
 }
 
 std::string speculation_device(const SpeculationArgs& a, const std::string& device) {
-  return a.any() ? "cpu" : device;
+  return a.drafter.empty() ? device : "cpu";
 }
 
 namespace {
@@ -89,7 +91,9 @@ Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const Specu
   if (!a.draft_model.empty()) {
     // One draft model for every sequence (its forward is shared; each proposer has its own KV cache), kept
     // alive by the factory.
-    SAKER_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_on(a.draft_model, ops, "cpu"));
+    // On the target's device: a draft model's one-row steps cost little next to the target's.
+    const std::string device = target.model ? device_name(target.model->device()) : "cpu";
+    SAKER_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_on(a.draft_model, ops, device));
     auto draft = std::make_shared<LoadedModel>(std::move(loaded));
     if (target.model != nullptr) {
       SAKER_RETURN_IF_ERROR(spec::check_draft_vocab(*target.model, target.tokenizer, *draft->model,
@@ -107,6 +111,14 @@ Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const Specu
 
 Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
                                           const OpsOptions& ops) {
+  if (a.any() && target.model != nullptr) {
+    if (const std::string w = target.model->width_dependent_weight(); !w.empty()) {
+      SAKER_LOG_WARN("speculative decoding on {}: {} is rounded differently at different batch widths here, so a "
+                     "verified token can part from plain decoding's where its top two logits nearly tie (Q4_K, "
+                     "Q5_K and Q6_K weights, as in Q4_K_M files, give the same tokens exactly)",
+                     device_name(target.model->device()), w);
+    }
+  }
   SAKER_ASSIGN_OR_RETURN(ProposerMaker model_maker, model_proposer_maker(a, target, ops));
   if (a.spec != "ngram") return model_maker;
   const spec::NgramOptions o{a.ngram_min, a.ngram_max, a.draft_len()};

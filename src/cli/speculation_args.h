@@ -40,11 +40,11 @@ struct SpeculationArgs {
 void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::string& what);
 
 // Refuses combinations speculation cannot honour yet, naming the flag: a tree without a drafter, a drafter
-// and a draft model at once, an unknown --spec, and any speculation on the CUDA backend (its verify rows are not yet
-// computed exactly as one-row decode, so the output could part from plain decoding).
+// and a draft model at once, an unknown --spec, and a DFlash drafter on the CUDA backend (which does not tap
+// hidden states yet).
 Status check_speculation_args(const SpeculationArgs& a, const std::string& device);
 
-// The device to load the target on: the CPU whenever speculation is asked for (see above).
+// The device to load the target on: the CPU when a DFlash drafter is asked for (see above), else `device`.
 std::string speculation_device(const SpeculationArgs& a, const std::string& device);
 
 // The target a proposer serves: its weights (a DFlash drafter borrows the embedding and head), forward and
@@ -56,8 +56,9 @@ struct SpeculationTarget {
 };
 
 // Per-sequence proposers for sequences of up to n_ctx tokens; null when no speculation was asked for. Loads
-// a drafter's or draft model's weights once (errors name the file); a draft model's vocabulary must be the
-// target's.
+// a drafter's or draft model's weights once (errors name the file; a draft model on the target's device); a
+// draft model's vocabulary must be the target's. Warns when the target's backend rounds some weight
+// differently at different batch widths (Model::width_dependent_weight).
 using ProposerMaker = std::function<Result<std::unique_ptr<Proposer>>(int64_t n_ctx)>;
 Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
                                           const OpsOptions& ops);

@@ -6,15 +6,19 @@
 //   SAKER_TRACE_DIR   folder the trace hook writes tensors to (default: print summaries to stderr)
 //   SAKER_NUM_THREADS default size of the global thread pool
 //   SAKER_CUDA_MATMUL "simple": every CUDA matmul runs the simple reference kernel; "fma": no tensor-core
-//                     kernel for 2-64 rows (to bisect kernel bugs);
-//                     "q8narrow": the dp4a decode kernel keeps one output row per warp at 4-8 rows
+//                     kernel for 2-64 rows (to bisect kernel bugs); "legacy": K-quant rows take the dispatch
+//                     before the width-invariant kernels (to compare); "kqmma": every K-quant width up to 64
+//                     takes the width-invariant tensor-core kernel; "q8narrow": the legacy dp4a decode
+//                     kernel keeps one output row per warp at 4-8 rows
 //   SAKER_CUDA_UNFUSED "1": the CUDA decoder runs q/k norm + RoPE + KV write as three ops instead of one
 //   SAKER_CACHE_DIR   folder `saker pull` keeps models in (default $XDG_CACHE_HOME/saker or ~/.cache/saker)
 //   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)
-//   SAKER_CUDA_ATTENTION comma-separated: "decode": automatic CUDA attention picks the flash-decode kernel
-//                     (kDecode) for 1-7 rows instead of split-K; "noverify": never the verify kernel (kVerify);
-//                     "notiled": never the tiled prefill kernel; "warp": the warp decode kernel (kWarpDecode)
-//                     for one token per sequence instead of split-K. Forced kernels are unaffected.
+//   SAKER_CUDA_ATTENTION comma-separated: "grid": automatic CUDA attention splits the keys to fill the GPU
+//                     (the bits of a row then depend on the batch) instead of fixed 256-key slices; with it,
+//                     "decode": the flash-decode kernel (kDecode) for 1-7 rows instead of split-K; "noverify":
+//                     never the verify kernel (kVerify); "warp": the warp decode kernel (kWarpDecode) for one
+//                     token per sequence. "notiled": never the tiled prefill kernel. Forced kernels are
+//                     unaffected.
 
 #include <string>
 

@@ -31,6 +31,7 @@ class DenseDecoderModel : public Model {
   Status forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) override;
   Device device() const override { return backend_->device(); }
   DType kv_dtype() const override { return backend_->kv_dtype(); }
+  std::string width_dependent_weight() const override { return backend_->width_dependent_weight(); }
 
  private:
   struct Layer {

@@ -63,6 +63,9 @@ class Model {
   virtual Result<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheConfig& config) const;
   // The KV dtype this backend stores (CPU: f32; CUDA: f16).
   virtual DType kv_dtype() const { return DType::kF32; }
+  // The first weight whose rows' numbers depend on the batch width on this backend (OpBackend), empty when
+  // none: then speculative decoding gives plain decoding's tokens exactly.
+  virtual std::string width_dependent_weight() const { return {}; }
 };
 
 // Binds the weights of a supported architecture (models/registry.cpp) over the backend of options.device

@@ -88,6 +88,10 @@ class OpBackend {
   virtual ~OpBackend() = default;
   virtual Device device() const = 0;
   virtual DType kv_dtype() const = 0;
+  // The first prepared weight whose matmul rounds a row differently at different batch widths (decode and
+  // verify widths, 1-64 rows), as "name (dtype)"; empty when none does, so that a speculative verify row
+  // gets the bits of plain decoding. The CPU backend's decode and verify paths are row-independent.
+  virtual std::string width_dependent_weight() const { return {}; }
 
   // Weights. `name` appears in errors (a dtype the backend cannot multiply).
   virtual Result<const PreparedMatrix*> prepare_matrix(std::span<const TensorView> parts, const std::string& name) = 0;

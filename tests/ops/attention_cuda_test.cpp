@@ -114,7 +114,8 @@ void expect_case(const std::vector<SeqSpec>& specs, const Shape& sh, uint32_t se
   for (cuda::AttentionKernel k : {cuda::AttentionKernel::kAuto, cuda::AttentionKernel::kSplitK,
                                   cuda::AttentionKernel::kTiled, cuda::AttentionKernel::kDecode,
                                   cuda::AttentionKernel::kVerify, cuda::AttentionKernel::kTiledPair,
-                                  cuda::AttentionKernel::kWarpDecode}) {
+                                  cuda::AttentionKernel::kWarpDecode, cuda::AttentionKernel::kSplitFixed,
+                                  cuda::AttentionKernel::kVerifyFixed}) {
     Shape s = sh;
     s.kernel = k;
     std::string why;
@@ -125,10 +126,12 @@ void expect_case(const std::vector<SeqSpec>& specs, const Shape& sh, uint32_t se
                        : k == cuda::AttentionKernel::kDecode ? "decode"
                        : k == cuda::AttentionKernel::kVerify ? "verify"
                        : k == cuda::AttentionKernel::kWarpDecode ? "warp"
+                       : k == cuda::AttentionKernel::kSplitFixed ? "fixed"
+                       : k == cuda::AttentionKernel::kVerifyFixed ? "vfixed"
                                                              : "tpair";
     std::printf("[ nmse ] %-40s %-6s %.3g\n", what.c_str(), name, e);
     const bool f32 = k == cuda::AttentionKernel::kSplitK || k == cuda::AttentionKernel::kDecode ||
-                     k == cuda::AttentionKernel::kWarpDecode;
+                     k == cuda::AttentionKernel::kWarpDecode || k == cuda::AttentionKernel::kSplitFixed;
     EXPECT_LT(e, f32 ? kSplitNmse : kTiledNmse) << what << " kernel " << name << " " << why;
   }
 }

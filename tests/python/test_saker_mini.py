@@ -109,7 +109,7 @@ def test_run_with_ngram_speculation_prints_the_same_as_without(saker, sampling, 
 
 @pytest.mark.parametrize("extra,message", [
     (["--drafter", str(MINI / "drafter"), "--draft-model", str(GGUF)], "not both"),
-    (["--spec", "ngram", "--device", "cuda"], "CPU backend only"),
+    (["--drafter", str(MINI / "drafter"), "--device", "cuda"], "CPU backend only"),
     (["--spec", "ngram", "--ngram-min", "4", "--ngram-max", "2"], "--ngram-max"),
     (["--spec", "lookahead"], "--spec"),
     (["--draft-max", "4"], "--draft-max needs"),

@@ -52,6 +52,11 @@ Result<const PreparedMatrix*> CudaBackend::prepare_matrix(std::span<const Tensor
                         dtype_name(t.dtype));
     }
   }
+  for (const TensorView& t : parts) {
+    if (width_dependent_.empty() && !cuda::matmul_width_invariant(t.dtype, t.dim(1))) {
+      width_dependent_ = name + " (" + std::string(dtype_name(t.dtype)) + ")";
+    }
+  }
   auto m = std::make_unique<Matrix>();
   m->n_in = parts[0].dim(1);
   const bool same =

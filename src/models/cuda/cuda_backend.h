@@ -37,6 +37,7 @@ class CudaBackend final : public OpBackend {
 
   Device device() const override { return Device::kCuda; }
   DType kv_dtype() const override { return DType::kF16; }
+  std::string width_dependent_weight() const override { return width_dependent_; }
   Result<const PreparedMatrix*> prepare_matrix(std::span<const TensorView> parts, const std::string& name) override;
   Result<const PreparedVector*> prepare_vector(std::span<const TensorView> parts) override;
   Status reserve(std::span<const ActivationSpec> buffers, int64_t n_vocab, const AttentionSpec& attention) override;
@@ -139,6 +140,7 @@ class CudaBackend final : public OpBackend {
   std::vector<std::unique_ptr<Matrix>> matrices_;
   std::vector<std::unique_ptr<Vector>> vectors_;
   uint64_t weight_bytes_ = 0;               // all matrices uploaded
+  std::string width_dependent_;             // the first matrix not width-invariant (cuda::matmul_width_invariant)
   int64_t max_n_in_ = 0, max_n_out_ = 0;    // of the prepared matrices: what the matmul scratch covers
   AttentionSpec geometry_;                  // heads and head_dim of every layer
   int64_t n_vocab_ = 0;

@@ -36,12 +36,29 @@ enum class AttentionKernel : uint8_t {
                // group; otherwise kTiled). Not chosen by kAuto yet.
   kWarpDecode,  // f32 flash-decoding, one query token per block, warps streaming keys in registers with no
                 // barrier (head_dim 64/128/256, GQA group <= 8; otherwise kSplitK). Not chosen by kAuto.
+  kSplitFixed,   // kSplitK over fixed slices of kFixedSplitKeys absolute key slots: a query's output is the
+                 // same bits whatever else is in the batch
+  kVerifyFixed,  // tensor-core flash-decoding over the same fixed slices (the four warps of a block split
+                 // each 64-key tile), equally batch-independent: kAuto's choice for decode and verify (needs
+                 // q 16-byte aligned and a GQA group of at most 64, else kSplitFixed)
 };
 
-// kAuto: kTiled for prefill-sized batches, kVerify when a sequence brings >= 32 query vectors (rows x GQA
-// group) and at most 64 rows, kSplitK below that (measured faster than kDecode and kWarpDecode on the H200).
-// The switch SAKER_CUDA_ATTENTION (core/env.h) changes the automatic choices: "notiled", "noverify",
-// "decode" (kDecode for 1-7 rows), "warp" (kWarpDecode for one token per sequence), e.g. "noverify,decode".
+// Key slots per slice of the fixed-slice kernels: slice i covers slots [i, i + 1) * fixed_split_keys(D)
+// of every sequence, so where a query's keys are cut depends on nothing but the key positions and the
+// model's head size. 128, or one f32 split-K tile where that is longer (head_dim 32: 256).
+int32_t fixed_split_keys(int32_t head_dim);
+// The longest context the fixed slices cover (the combine's split limit); beyond it kAuto falls back to
+// grid-filling splits, whose bits depend on the batch.
+int32_t fixed_split_max_ctx(int32_t head_dim);
+
+// kAuto: kTiled for prefill-sized batches (sequences bring more than 64 rows on average), kVerifyFixed
+// otherwise, so that decode rows and speculative verify rows (up to 64 of a sequence) give the same bits
+// alone or batched. A decode row inside a prefill-sized batch takes the tiled kernel's numbers.
+// The switch SAKER_CUDA_ATTENTION (core/env.h) changes the automatic choices: "fixedf32" (kSplitFixed instead
+// of kVerifyFixed: f32 scores and weights, slower at several rows), "grid" (the previous choice,
+// whose splits fill the GPU and so depend on the batch: kVerify when a sequence brings >= 32 query vectors
+// and at most 64 rows, else kSplitK), and with it "notiled", "noverify", "decode" (kDecode for 1-7 rows),
+// "warp" (kWarpDecode for one token per sequence), e.g. "grid,noverify,decode".
 
 struct AttentionLaunch {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;

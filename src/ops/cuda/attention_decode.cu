@@ -66,9 +66,9 @@ __host__ __device__ SharedLayout shared_layout(int32_t n_queries, int32_t n_rows
   return s;
 }
 
-// Global -> registers for keys [k0, k0 + kKeys) of `seq` (zeros past `kend`).
+// Global -> registers for keys [k0, k0 + kKeys) of `seq` (zeros outside [klo, kend)).
 template <int D>
-__device__ __forceinline__ void load_tile(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0,
+__device__ __forceinline__ void load_tile(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0, int32_t klo,
                                           int32_t kend, uint4 (&kr)[Tile<D>::kLoads], uint4 (&vr)[Tile<D>::kLoads]) {
   using T = Tile<D>;
 #pragma unroll
@@ -76,7 +76,7 @@ __device__ __forceinline__ void load_tile(const SplitAttentionArgs& a, int32_t s
     const int c = threadIdx.x + i * kThreads;
     const int j = c / T::kChunks, chunk = c % T::kChunks;
     const int32_t s = k0 + j;
-    if (s < kend) {
+    if (s >= klo && s < kend) {
       const int64_t off = (attn_cache_row(a.packed, a.layout, seq, s, a.block_size) * a.n_head_kv + g) * D + chunk * 8;
       kr[i] = __ldg(reinterpret_cast<const uint4*>(a.k_cache + off));
       vr[i] = __ldg(reinterpret_cast<const uint4*>(a.v_cache + off));
@@ -142,18 +142,27 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
     for (int i = 0; i < kAccPairs; ++i) acc[i] = make_float2(0.0f, 0.0f);
 
     // This split's slice of the pass's key range, in whole tiles.
-    const int32_t n_keys = max(0, pass_hi - pass_lo);
-    int32_t chunk = (n_keys + a.n_splits - 1) / a.n_splits;
-    chunk = (chunk + T::kKeys - 1) / T::kKeys * T::kKeys;
-    const int32_t kb = pass_lo + min(n_keys, split * chunk);
-    const int32_t ke = min(pass_hi, kb + chunk);
+    int32_t kb, ke;
+    if (a.split_keys > 0) {
+      // Fixed slices: tiles start at absolute multiples of kKeys, so a query meets its keys in the same
+      // tiles and slices whichever rows share the pass (keys of the tile below the range load as zeros).
+      const int32_t s0 = split * a.split_keys;
+      kb = max(s0, pass_lo / T::kKeys * T::kKeys);
+      ke = min(pass_hi, s0 + a.split_keys);
+    } else {
+      const int32_t n_keys = max(0, pass_hi - pass_lo);
+      int32_t chunk = (n_keys + a.n_splits - 1) / a.n_splits;
+      chunk = (chunk + T::kKeys - 1) / T::kKeys * T::kKeys;
+      kb = pass_lo + min(n_keys, split * chunk);
+      ke = min(pass_hi, kb + chunk);
+    }
 
     uint4 kr[T::kLoads], vr[T::kLoads];
-    if (kb < ke) load_tile<D>(a, seq, g, kb, ke, kr, vr);
+    if (kb < ke) load_tile<D>(a, seq, g, kb, pass_lo, ke, kr, vr);
     for (int32_t k0 = kb; k0 < ke; k0 += T::kKeys) {
       store_tile<D>(ks, vs, kr, vr);
       __syncthreads();
-      if (k0 + T::kKeys < ke) load_tile<D>(a, seq, g, k0 + T::kKeys, ke, kr, vr);
+      if (k0 + T::kKeys < ke) load_tile<D>(a, seq, g, k0 + T::kKeys, pass_lo, ke, kr, vr);
 
       // Scores: a warp covers consecutive keys of one query (broadcast q, conflict-free K rows).
       for (int e = threadIdx.x; e < nq * T::kKeys; e += kThreads) {
@@ -240,7 +249,6 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
 // kInFlight splits' loads issued before any is used: a loop that waited for one split at a time made the
 // combine a chain of n_splits memory latencies (with 64 splits, longer than the split kernel itself).
 constexpr int kCombineWarps = 4;
-constexpr int kCombineMaxSplits = 512;  // plan_splits caps the splits below this
 constexpr int kInFlight = 8;
 
 template <int D>

@@ -20,9 +20,11 @@ struct Plan {
   bool decode = false;
   bool verify = false;
   bool warp = false;    // the warp decode kernel
+  bool decode_mma = false;  // the tensor-core flash-decoding kernel over fixed slices
   bool paired = false;  // tiled with two query heads per block
   int32_t rows_per_tile = 1;
   int32_t n_splits = 1;
+  int32_t split_keys = 0;  // > 0: fixed absolute slices (kSplitFixed)
   size_t ml_bytes = 0, acc_bytes = 0;  // split-K partials, each 256-byte aligned
 };
 
@@ -61,6 +63,14 @@ Status check(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
   return {};
 }
 
+// Workspace of the split partials: (m, l) and the unnormalised sums of every split, token and head.
+void size_partials(Plan& plan, const PackedAttentionLayout& L, const AttentionLaunch& launch) {
+  if (plan.n_splits <= 1) return;
+  const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
+  plan.ml_bytes = align256(rows * sizeof(float2));
+  plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
+}
+
 // Rows per block and key splits of a split-K style plan: rows of one sequence up to max_rows_per_tile per
 // tile, then enough splits that the grid reaches `target` blocks, but at most one split per
 // keys_per_split keys at the capacity length and at most max_splits; sizes the split partials.
@@ -73,11 +83,7 @@ void plan_splits(Plan& plan, const PackedAttentionLayout& L, const AttentionLaun
   int64_t splits = base >= target ? 1 : (target + base - 1) / base;
   splits = std::min<int64_t>({splits, max_by_ctx, max_splits});
   plan.n_splits = static_cast<int32_t>(splits);
-  if (plan.n_splits > 1) {
-    const size_t rows = static_cast<size_t>(plan.n_splits) * L.n_tokens * launch.n_head;
-    plan.ml_bytes = align256(rows * sizeof(float2));
-    plan.acc_bytes = align256(rows * launch.head_dim * sizeof(float));
-  }
+  size_partials(plan, L, launch);
 }
 
 // q and q_stride only decide whether kernels that read q as float4 may run (null: assume they may).
@@ -93,11 +99,30 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch,
   // Tensor-core tiles pay off once a sequence brings enough query rows to fill them.
   // kAuto keeps the tiled kernel to the head sizes it has been measured on; forced, it runs any.
   const bool tiled_measured = launch.head_dim == 64 || launch.head_dim == 128 || launch.head_dim == 256;
+  // The automatic choice keeps a row's numbers independent of the batch (fixed splits) unless asked for
+  // the grid-filling plan ("grid") or the context is beyond what the fixed slices cover.
+  const bool auto_choice = launch.kernel == AttentionKernel::kAuto;
+  const bool fixed = launch.kernel == AttentionKernel::kSplitFixed || launch.kernel == AttentionKernel::kVerifyFixed ||
+                     (auto_choice && auto_allows("grid") && launch.max_ctx <= fixed_split_max_ctx(launch.head_dim));
   plan.paired = launch.kernel == AttentionKernel::kTiledPair && group % 2 == 0;
+  // With fixed splits, only batches whose sequences bring more than 64 rows on average (prefill) go to the
+  // tiles: a speculative verify of up to 64 rows must meet its keys as a one-row decode does.
+  const bool prefill_sized = fixed ? L.n_tokens > 64LL * L.n_seqs : per_seq >= 48;
   plan.tiled = launch.kernel == AttentionKernel::kTiled || launch.kernel == AttentionKernel::kTiledPair ||
-               (launch.kernel == AttentionKernel::kAuto && tiled_measured && L.n_tokens >= 128 && per_seq >= 48 &&
-                auto_allows("notiled"));
+               (auto_choice && tiled_measured && L.n_tokens >= 128 && prefill_sized && auto_allows("notiled"));
   if (plan.tiled) return plan;
+  if (fixed) {
+    // The tensor-core verify kernel unless f32 is asked for (or q cannot be read as float4, which a model's
+    // q inside its q|k|v rows always can); every width of one launch shape uses the same.
+    const bool q_aligned = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
+    plan.decode_mma = q_aligned && group <= 64 && launch.kernel != AttentionKernel::kSplitFixed &&
+                      (launch.kernel == AttentionKernel::kVerifyFixed || auto_allows("fixedf32"));
+    plan.rows_per_tile = std::clamp(per_seq, 1, plan.decode_mma ? 64 / group : max_rows);
+    plan.split_keys = fixed_split_keys(launch.head_dim);
+    plan.n_splits = static_cast<int32_t>((std::max(launch.max_ctx, 1) + plan.split_keys - 1) / plan.split_keys);
+    size_partials(plan, L, launch);
+    return plan;
+  }
   // The verify kernel: one KV head's GQA group over up to 64 / group rows fills the 64 rows of its tiles.
   plan.verify = group <= 64 && (launch.kernel == AttentionKernel::kVerify ||
                                 (launch.kernel == AttentionKernel::kAuto && per_seq * group >= 32 && per_seq <= 64 &&
@@ -144,6 +169,9 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch,
 }
 
 }  // namespace
+
+int32_t fixed_split_keys(int32_t head_dim) { return std::max(128, detail::split_key_tile(head_dim)); }
+int32_t fixed_split_max_ctx(int32_t head_dim) { return detail::kCombineMaxSplits * fixed_split_keys(head_dim); }
 
 size_t attention_workspace_bytes(const DeviceAttentionBatch& batch, const AttentionLaunch& launch) {
   if (!check(batch, launch).ok() || batch.layout.n_tokens <= 0) return 0;
@@ -193,6 +221,7 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
   a.soft_cap = launch.soft_cap;
   a.window = launch.sliding_window;
   a.n_splits = plan.n_splits;
+  a.split_keys = plan.split_keys;
   a.out = out;
   if (plan.n_splits > 1) {
     a.part_ml = static_cast<float2*>(workspace);
@@ -200,6 +229,7 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
   }
   if (plan.tiled) return detail::launch_tiled_attention(a, stream, plan.paired);
   if (plan.warp) return detail::launch_warp_decode_attention(a, stream);
+  if (plan.decode_mma) return detail::launch_decode_mma_attention(a, stream);
   if (plan.verify) return detail::launch_verify_attention(a, stream);
   return plan.decode ? detail::launch_decode_attention(a, stream) : detail::launch_split_attention(a, stream);
 }

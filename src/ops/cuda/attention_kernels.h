@@ -26,6 +26,7 @@ struct SplitAttentionArgs {
   float scale = 0.0f, soft_cap = 0.0f;
   int32_t window = 0;
   int32_t n_splits = 1;
+  int32_t split_keys = 0;            // > 0: split i covers absolute key slots [i, i + 1) * split_keys (split-K only)
   float* out = nullptr;              // [n_tokens, n_head, head_dim] f32, written directly when n_splits == 1
   float2* part_ml = nullptr;         // [n_splits, n_tokens, n_head] (running max, sum) when n_splits > 1
   float* part_acc = nullptr;         // [n_splits, n_tokens, n_head, head_dim] unnormalised sums
@@ -69,6 +70,9 @@ Status allow_dynamic_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t>* do
 // Split-K attention (+ the combine kernel when n_splits > 1). Correct for every mask and batch shape.
 Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream);
 
+// Most splits the combine merges.
+constexpr int32_t kCombineMaxSplits = 1024;
+
 // The combine step of split-K: out[t, h] from the n_splits partials (the (m, l) pairs and, for slices with
 // m > -inf, the unnormalised sums). No-op when n_splits == 1.
 Status launch_split_combine(const SplitAttentionArgs& a, cudaStream_t stream);
@@ -92,6 +96,12 @@ Status launch_warp_decode_attention(const SplitAttentionArgs& a, cudaStream_t st
 // group <= 64 query vectors (one KV head's GQA group over the tile's tokens) per block, keys split like
 // split-K (slices rounded to 64-key tiles), same partials. Needs q 16-byte aligned and q_stride % 4 == 0.
 Status launch_verify_attention(const SplitAttentionArgs& a, cudaStream_t stream);
+
+// Tensor-core flash-decoding over fixed slices (kVerifyFixed): grid (n_splits, n_head_kv, ceil(n_tokens /
+// rows_per_tile)), rows_per_tile * group <= 64 query vectors per block, split i covering absolute key slots
+// [i, i + 1) * split_keys (a multiple of 64); same partials as split-K. Each vector's bits depend only on
+// its own row, keys and the slices. Needs q 16-byte aligned and q_stride % 4 == 0.
+Status launch_decode_mma_attention(const SplitAttentionArgs& a, cudaStream_t stream);
 
 // Tensor-core tiled attention (64 query rows of one head per block; rows_per_tile, n_splits and the
 // partials are ignored, out is written directly). Needs q 16-byte aligned and q_stride % 4 == 0.

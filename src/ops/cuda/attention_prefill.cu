@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kThreads * HPB) tiled_attention_kernel(const S
       }
       *reinterpret_cast<uint2*>(qs + (hh * kRows + r) * G::kStride + d) = make_uint2(pack_half2(v.x, v.y), pack_half2(v.z, v.w));
     }
-    if (kb < ke) load_kv<D, kKeys, kThreads * HPB>(a, seq, g, kb, ke, kv, kv + G::kKv);
+    if (kb < ke) load_kv<D, kKeys, kThreads * HPB>(a, seq, g, kb, kb, ke, kv, kv + G::kKv);
     cp_async_commit();
     __syncthreads();
 
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads * HPB) tiled_attention_kernel(const S
     const bool warp_active = wr * 16 < n_rows;
     float o[D / 8][4];
     float m0, m1, l0, l1;
-    mma_key_loop<D, kKeys, kThreads * HPB>(a, seq, g, kb, ke, qs, warp * 16, kv, warp_active, r0, r1, o, m0, m1, l0, l1);
+    mma_key_loop<D, kKeys, kThreads * HPB>(a, seq, g, kb, kb, ke, qs, warp * 16, kv, warp_active, r0, r1, o, m0, m1, l0, l1);
     const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;  // no key -> zeros
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {

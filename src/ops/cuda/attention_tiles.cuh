@@ -115,6 +115,12 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
 }
+// Two 8x8 matrices; lanes 0-15 give the row addresses.
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -151,15 +157,16 @@ struct MmaTile {
   static constexpr int kChunks = D / 8;  // 16-byte chunks per row
 };
 
-// Issues the cp.async copies of keys [k0, k0 + kKeys) (zero past kend) into one K/V buffer pair; NT threads.
+// Issues the cp.async copies of keys [k0, k0 + kKeys) (zero outside [klo, kend)) into one K/V buffer pair;
+// NT threads.
 template <int D, int kKeys, int NT>
-__device__ __forceinline__ void load_kv(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0, int32_t kend,
-                                        __half* ks, __half* vs) {
+__device__ __forceinline__ void load_kv(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0, int32_t klo,
+                                        int32_t kend, __half* ks, __half* vs) {
   using G = MmaTile<D, kKeys>;
   for (int c = threadIdx.x; c < kKeys * G::kChunks; c += NT) {
     const int j = c / G::kChunks, chunk = c % G::kChunks;
     const int32_t s = k0 + j;
-    const bool valid = s < kend;
+    const bool valid = s >= klo && s < kend;
     const int64_t off =
         valid ? (attn_cache_row(a.packed, a.layout, seq, s, a.block_size) * a.n_head_kv + g) * D + chunk * 8 : 0;
     cp_async16(ks + j * G::kStride + chunk * 8, a.k_cache + off, valid);
@@ -168,12 +175,13 @@ __device__ __forceinline__ void load_kv(const SplitAttentionArgs& a, int32_t seq
 }
 
 // The key loop of one pass for one warp's 16 query rows (q_row: the rows' first row in qs; r0 / r1: the
-// rows of this thread, gid and gid + 8): streams the K/V tiles of [kb, ke) through the two buffer pairs
+// rows of this thread, gid and gid + 8): streams the K/V tiles of [kb, ke) (keys below klo load as zeros)
+// through the two buffer pairs
 // at kv (K0, V0, K1, V1; the first tile's copies already issued and committed by the caller), and leaves
 // O (unnormalised), the running maxima m0 / m1 and the quad-summed l0 / l1 of the thread's two rows.
 template <int D, int kKeys, int NT>
 __device__ __forceinline__ void mma_key_loop(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t kb,
-                                             int32_t ke, const __half* qs, int q_row, __half* kv, bool warp_active,
+                                             int32_t klo, int32_t ke, const __half* qs, int q_row, __half* kv, bool warp_active,
                                              const RowInfo& r0, const RowInfo& r1, float (&o)[D / 8][4], float& m0,
                                              float& m1, float& l0, float& l1) {
   using G = MmaTile<D, kKeys>;
@@ -186,7 +194,7 @@ __device__ __forceinline__ void mma_key_loop(const SplitAttentionArgs& a, int32_
   int buf = 0;
   for (int32_t k0 = kb; k0 < ke; k0 += kKeys, buf ^= 1) {
     // Prefetch the next tile into the other buffer, then wait for this one.
-    if (k0 + kKeys < ke) load_kv<D, kKeys, NT>(a, seq, g, k0 + kKeys, ke, kv + (buf ^ 1) * 2 * G::kKv, kv + (buf ^ 1) * 2 * G::kKv + G::kKv);
+    if (k0 + kKeys < ke) load_kv<D, kKeys, NT>(a, seq, g, k0 + kKeys, klo, ke, kv + (buf ^ 1) * 2 * G::kKv, kv + (buf ^ 1) * 2 * G::kKv + G::kKv);
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();

@@ -54,7 +54,15 @@ __global__ void __launch_bounds__(kThreads) verify_attention_kernel(const SplitA
     const int32_t seq = pass_seq, n_rows = pass_rows, nq = n_rows * group;
     for (int r = 0; r < n_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
     int32_t kb, ke;
-    attn_split_slice(pass_lo, pass_hi, a.n_splits, kKeys, split, &kb, &ke);
+    if (a.split_keys > 0) {
+      // Fixed slices (kSplitFixed's): tiles at absolute multiples of kKeys, keys below the range as zeros, so
+      // a query meets its keys in the same tiles and slices whichever rows share the pass.
+      const int32_t s0 = split * a.split_keys;
+      kb = max(s0, pass_lo / kKeys * kKeys);
+      ke = min(pass_hi, s0 + a.split_keys);
+    } else {
+      attn_split_slice(pass_lo, pass_hi, a.n_splits, kKeys, split, &kb, &ke);
+    }
 
     // Query vectors of this pass -> f16 smem (zeros for unused rows): vector m is token row m / group,
     // head g * group + m % group.
@@ -67,7 +75,7 @@ __global__ void __launch_bounds__(kThreads) verify_attention_kernel(const SplitA
       }
       *reinterpret_cast<uint2*>(qs + m * G::kStride + d) = make_uint2(pack_half2(v.x, v.y), pack_half2(v.z, v.w));
     }
-    if (kb < ke) load_kv<D, kKeys, kThreads>(a, seq, g, kb, ke, kv, kv + G::kKv);
+    if (kb < ke) load_kv<D, kKeys, kThreads>(a, seq, g, kb, pass_lo, ke, kv, kv + G::kKv);
     cp_async_commit();
     __syncthreads();
 
@@ -77,7 +85,7 @@ __global__ void __launch_bounds__(kThreads) verify_attention_kernel(const SplitA
     const bool warp_active = warp * 16 < nq;
     float o[D / 8][4];
     float m0v, m1v, l0, l1;
-    mma_key_loop<D, kKeys, kThreads>(a, seq, g, kb, ke, qs, warp * 16, kv, warp_active, r0, r1, o, m0v, m1v, l0, l1);
+    mma_key_loop<D, kKeys, kThreads>(a, seq, g, kb, pass_lo, ke, qs, warp * 16, kv, warp_active, r0, r1, o, m0v, m1v, l0, l1);
     const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;  // no key -> zeros
     const int64_t h0 = g * group + m0 % group, h1 = g * group + m1 % group;
     const int64_t i0 = static_cast<int64_t>(r0.token) * a.n_head + h0, i1 = static_cast<int64_t>(r1.token) * a.n_head + h1;

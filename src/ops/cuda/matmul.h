@@ -33,6 +33,11 @@ struct DeviceMatrix {
 // The dtypes the CUDA matmul and embedding accept.
 bool matmul_supports(DType type);
 
+// Whether matmul() of 1-64 rows gives each row the same bits whatever the row count (the K-quant kernels'
+// canonical order: Q4_K / Q5_K / Q6_K rows of whole 256-element blocks). Other weights take kernels whose
+// rounding depends on the width, so a speculative verify row can part from plain decoding at a near-tie.
+bool matmul_width_invariant(DType type, int64_t n_in);
+
 // Uploads host tensors [n_out_i, n_in] (same dtype, same n_in) stacked along n_out; synchronous.
 Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts);
 void free_matrix(DeviceMatrix* m);

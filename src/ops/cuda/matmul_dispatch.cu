@@ -120,6 +120,10 @@ bool matmul_supports(DType type) {
   return detail::visit_dtype(type, [](auto) {});
 }
 
+bool matmul_width_invariant(DType type, int64_t n_in) {
+  return (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) && n_in % kq::kBlock == 0;
+}
+
 Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts) {
   if (parts.empty()) return make_error(StatusCode::kInvalidArgument, "cuda upload_matrix: no parts");
   const DType type = parts[0].dtype;

@@ -1,0 +1,323 @@
+// Tensor-core flash-decoding over fixed key slices (AttentionKernel::kVerifyFixed): decode rows and
+// speculative verify rows give each query vector the same bits at every width.
+//
+// One block = one KV head g, one slice of split_keys absolute key slots (tiles of 64 keys at absolute
+// multiples of 64), and a pass of up to 64 query vectors of one sequence: rows_per_tile tokens x the GQA
+// group, vector m = token row m / group, head g * group + m % group, in MT m-tiles of 16 (1, 2 or 4: the
+// launch's widest pass). Per tile the eight warps share the work so that a one-row decode keeps them all
+// busy and every query vector goes through the same operations whatever else is in the pass:
+//   - scores: warp w computes S = Q K^T for keys 8w..8w+7 of the tile for every m-tile (mma.sync
+//     m16n8k16, f16 in, f32 accumulate, the k-chain over head_dim in order);
+//   - softmax: the tile's row maximum from the warps' maxima (exact), p = exp(s - m) rounded to f16 into
+//     shared memory, the row sum from the warps' partial sums in a fixed tree; every warp keeps the
+//     running (m, l) of its rows in registers, computed identically;
+//   - P V: warp w accumulates output column pairs w, w + 8, ... (16 columns each) over the tile's keys.
+// An mma output element reads only its own row of A, so a vector's result does not depend on the row it
+// occupies, on the other rows or on MT; the float steps around the mma are spelled with explicit
+// round-to-nearest intrinsics so that no instantiation contracts them differently. Output: the normalised
+// rows (one slice) or (m, l, sums) partials for the combine kernel, exactly as the split-K kernels write
+// them. The slices (two tiles at head_dim <= 128) are loaded whole before their first tile is used.
+#include <cfloat>
+
+#include "ops/cuda/attention_kernels.h"
+#include "ops/cuda/attention_tiles.cuh"
+#include "ops/cuda/cuda_check.h"
+
+namespace saker::cuda::detail {
+namespace {
+
+using namespace attn_tile;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kKeys = 64;                   // keys per tile
+constexpr int kWarpKeys = kKeys / kWarps;   // one n-tile of 8 keys per warp
+constexpr int kMaxRows = 64;                // query vectors per pass
+constexpr int kStages = 2;                  // K/V tiles in flight
+
+template <int D, int MT>
+struct Geo {
+  static constexpr int kRows = MT * 16;
+  static constexpr int kStride = D + 8;           // halves per Q/K/V smem row: conflict-free ldmatrix
+  static constexpr int kQ = kRows * kStride;
+  static constexpr int kKv = kKeys * kStride;
+  static constexpr int kPStride = kKeys + 8;      // halves per P row
+  static constexpr int kP = kRows * kPStride;
+  static constexpr int kPairs = D / 16;           // output column pairs (two n-tiles of 8)
+  static constexpr int kWarpPairs = (kPairs + kWarps - 1) / kWarps;
+  static constexpr size_t kHalves = kQ + 2 * kStages * kKv + kP;  // Q, (K, V) per stage, P
+  static constexpr size_t kSmem = sizeof(__half) * kHalves + sizeof(float) * 2 * kWarps * kRows;
+};
+
+template <int D, int MT>
+__global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttentionArgs a) {
+  using G = Geo<D, MT>;
+  constexpr int R = G::kRows;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __half* qs = reinterpret_cast<__half*>(smem);
+  __half* kv = qs + G::kQ;                    // stage i: K at kv + 2i kKv, V after it
+  __half* ps = kv + 2 * kStages * G::kKv;     // [R, kPStride] f16 probabilities of the tile
+  float* red_max = reinterpret_cast<float*>(smem + sizeof(__half) * G::kHalves);  // [kWarps, R]
+  float* red_sum = red_max + kWarps * R;                                            // [kWarps, R]
+  __shared__ RowInfo rows[kMaxRows];
+  __shared__ int32_t pass_seq, pass_rows, pass_lo, pass_hi;
+
+  const int32_t split = blockIdx.x, g = blockIdx.y, group = a.group;
+  const int32_t t0 = blockIdx.z * a.rows_per_tile, n_tokens = a.layout.n_tokens;
+  const int32_t n_here = min(a.rows_per_tile, n_tokens - t0);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int gid = lane >> 2, tig = lane & 3;
+  const RowInfo none{-1, 0, 0, INT32_MAX};
+
+  uint64_t todo = n_here >= 64 ? ~0ull : ((1ull << n_here) - 1);
+  while (todo != 0) {
+    if (threadIdx.x == 0) gather_pass_rows(a, t0, n_here, todo, 0, rows, pass_seq, pass_rows, pass_lo, pass_hi);
+    __syncthreads();
+    const int32_t seq = pass_seq, nq = pass_rows * group, n_mt = (nq + 15) / 16;
+    for (int r = 0; r < pass_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
+    // This block's slice, in whole tiles at absolute positions; keys below the pass's range load as zeros.
+    const int32_t s0 = split * a.split_keys;
+    const int32_t kb = max(s0, pass_lo / kKeys * kKeys), ke = min(pass_hi, s0 + a.split_keys);
+
+    // Query vectors of the pass -> f16 smem (zeros past nq).
+    for (int c = threadIdx.x; c < n_mt * 16 * (D / 4); c += kThreads) {
+      const int m = c / (D / 4), d = (c % (D / 4)) * 4;
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (m < nq) {
+        const int64_t h = g * group + m % group;
+        v = *reinterpret_cast<const float4*>(a.q + rows[m / group].token * a.q_stride + h * D + d);
+      }
+      *reinterpret_cast<uint2*>(qs + m * G::kStride + d) = make_uint2(pack_half2(v.x, v.y), pack_half2(v.z, v.w));
+    }
+    // The first kStages - 1 tiles in flight, one cp.async group each (empty groups keep the count).
+#pragma unroll
+    for (int st = 0; st < kStages - 1; ++st) {
+      const int32_t k0 = kb + st * kKeys;
+      if (k0 < ke) load_kv<D, kKeys, kThreads>(a, seq, g, k0, pass_lo, ke, kv + 2 * st * G::kKv, kv + (2 * st + 1) * G::kKv);
+      cp_async_commit();
+    }
+
+    // This thread's rows: vector mt * 16 + gid (half 0) and + 8 (half 1) of every m-tile (their RowInfo
+    // stays in shared memory: registers go to the accumulators).
+    auto row_of = [&](int mt, int h) -> const RowInfo& {
+      const int m = mt * 16 + gid + 8 * h;
+      return m < nq ? rows[m / group] : none;
+    };
+    float m_run[MT][2], l_run[MT][2];
+    float o[MT][G::kWarpPairs][2][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m_run[mt][h] = -INFINITY;
+        l_run[mt][h] = 0.0f;
+      }
+#pragma unroll
+      for (int p = 0; p < G::kWarpPairs; ++p) {
+#pragma unroll
+        for (int n = 0; n < 2; ++n) o[mt][p][n][0] = o[mt][p][n][1] = o[mt][p][n][2] = o[mt][p][n][3] = 0.0f;
+      }
+    }
+
+    int it = 0;
+    for (int32_t k0 = kb; k0 < ke; k0 += kKeys, ++it) {
+      // Tile `it` is group `it`; kStages - 2 groups were committed after it. The barrier also tells every
+      // thread that the others are done with tile it - 1 (its stage, P and the partial maxima).
+      cp_async_wait<kStages - 2>();
+      __syncthreads();
+      const __half* ks = kv + 2 * (it % kStages) * G::kKv;
+      const __half* vs = ks + G::kKv;
+
+      // Scores of this warp's 8 keys for every m-tile.
+      float s[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) s[mt][0] = s[mt][1] = s[mt][2] = s[mt][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t kb2[2];
+        // Matrices: keys 8w + 0-7 x d kk*16 + 0-7, then + 8-15.
+        ldmatrix_x2(kb2, ks + (warp * kWarpKeys + (lane & 7)) * G::kStride + kk * 16 + ((lane >> 3) & 1) * 8);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          if (mt < n_mt) {
+            uint32_t qa[4];
+            ldmatrix_x4(qa, qs + (mt * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * G::kStride + kk * 16 + (lane >> 4) * 8);
+            mma16816(s[mt], qa, kb2[0], kb2[1]);
+          }
+        }
+      }
+      // Scale, cap, mask; this warp's row maxima.
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if (mt >= n_mt) continue;
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = __fmul_rn(s[mt][e], a.scale);
+          if (a.soft_cap > 0.0f) x = __fmul_rn(a.soft_cap, tanhf(__fdiv_rn(x, a.soft_cap)));
+          const int32_t key = k0 + warp * kWarpKeys + tig * 2 + (e & 1);
+          if (key >= ke || !row_sees(a, row_of(mt, e >> 1), key)) x = -INFINITY;
+          s[mt][e] = x;
+          mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+          if (tig == 0) red_max[warp * R + mt * 16 + gid + 8 * h] = mx[h];
+        }
+      }
+      __syncthreads();
+      {  // Tile it + kStages - 1 into the stage tile it - 1 used (everyone is past it: see the barrier above).
+        const int32_t kn = k0 + (kStages - 1) * kKeys;
+        __half* st = kv + 2 * ((it + kStages - 1) % kStages) * G::kKv;
+        if (kn < ke) load_kv<D, kKeys, kThreads>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv);
+        cp_async_commit();
+      }
+
+      // Probabilities against the new running maxima (f16 into ps), this warp's partial row sums.
+      float fac[MT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if (mt >= n_mt) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = mt * 16 + gid + 8 * h;
+          float tile_max = red_max[m];
+#pragma unroll
+          for (int w = 1; w < kWarps; ++w) tile_max = fmaxf(tile_max, red_max[w * R + m]);
+          const float m_new = fmaxf(m_run[mt][h], tile_max);
+          fac[mt][h] = m_new == -INFINITY ? 1.0f : exp2f(__fmul_rn(__fsub_rn(m_run[mt][h], m_new), kLog2e));
+          const float b = m_new == -INFINITY ? 0.0f : __fmul_rn(m_new, kLog2e);
+          m_run[mt][h] = m_new;
+          // exp2(-inf) = 0 for masked keys.
+          const float p0 = exp2f(__fsub_rn(__fmul_rn(s[mt][2 * h], kLog2e), b));
+          const float p1 = exp2f(__fsub_rn(__fmul_rn(s[mt][2 * h + 1], kLog2e), b));
+          *reinterpret_cast<uint32_t*>(ps + m * G::kPStride + warp * kWarpKeys + tig * 2) = pack_half2(p0, p1);
+          float sum = __fadd_rn(p0, p1);
+          sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+          sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+          if (tig == 0) red_sum[warp * R + m] = sum;
+        }
+      }
+      __syncthreads();
+
+      // Running sums (the warps' partial sums in a fixed tree) and the rescaled output, then O += P V over
+      // this warp's column pairs.
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if (mt >= n_mt) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = mt * 16 + gid + 8 * h;
+          const float* rs = red_sum + m;
+          const float tile_sum = __fadd_rn(__fadd_rn(__fadd_rn(rs[0], rs[R]), __fadd_rn(rs[2 * R], rs[3 * R])),
+                                           __fadd_rn(__fadd_rn(rs[4 * R], rs[5 * R]), __fadd_rn(rs[6 * R], rs[7 * R])));
+          l_run[mt][h] = __fadd_rn(__fmul_rn(l_run[mt][h], fac[mt][h]), tile_sum);
+        }
+#pragma unroll
+        for (int p = 0; p < G::kWarpPairs; ++p) {
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+            o[mt][p][n][0] = __fmul_rn(o[mt][p][n][0], fac[mt][0]);
+            o[mt][p][n][1] = __fmul_rn(o[mt][p][n][1], fac[mt][0]);
+            o[mt][p][n][2] = __fmul_rn(o[mt][p][n][2], fac[mt][1]);
+            o[mt][p][n][3] = __fmul_rn(o[mt][p][n][3], fac[mt][1]);
+          }
+        }
+      }
+#pragma unroll
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
+#pragma unroll
+        for (int p = 0; p < G::kWarpPairs; ++p) {
+          const int pair = warp + kWarps * p;
+          if (pair >= G::kPairs) break;
+          uint32_t vb[4];
+          // Transposed matrices: keys kk*16 + 0-7 / 8-15 x columns pair*16 + 0-7, then + 8-15.
+          ldmatrix_x4_trans(vb, vs + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * G::kStride + pair * 16 +
+                                    (lane >> 4) * 8);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            if (mt < n_mt) {
+              uint32_t pa[4];
+              ldmatrix_x4(pa, ps + (mt * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * G::kPStride + kk * 16 +
+                                  (lane >> 4) * 8);
+              mma16816(o[mt][p][0], pa, vb[0], vb[1]);
+              mma16816(o[mt][p][1], pa, vb[2], vb[3]);
+            }
+          }
+        }
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // no stage is read or written past this point by any thread (the next pass reuses them)
+
+    // Results of the pass.
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      if (mt >= n_mt) continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = mt * 16 + gid + 8 * h;
+        const RowInfo& r = row_of(mt, h);
+        if (r.token < 0) continue;
+        const int64_t hd = g * group + m % group;
+        const int64_t i = static_cast<int64_t>(r.token) * a.n_head + hd;
+        const int64_t pi = static_cast<int64_t>(split) * n_tokens * a.n_head + i;  // partial index
+        const float inv = l_run[mt][h] > 0.0f ? __fdiv_rn(1.0f, l_run[mt][h]) : 0.0f;  // no key -> zeros
+#pragma unroll
+        for (int p = 0; p < G::kWarpPairs; ++p) {
+          const int pair = warp + kWarps * p;
+          if (pair >= G::kPairs) break;
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+            const int d = pair * 16 + n * 8 + tig * 2;
+            const float x = o[mt][p][n][2 * h], y = o[mt][p][n][2 * h + 1];
+            if (a.n_splits == 1) {
+              *reinterpret_cast<float2*>(a.out + i * D + d) = make_float2(__fmul_rn(x, inv), __fmul_rn(y, inv));
+            } else if (kb < ke) {  // an empty slice writes only (m, l): the combine skips its sums
+              *reinterpret_cast<float2*>(a.part_acc + pi * D + d) = make_float2(x, y);
+            }
+          }
+        }
+        if (a.n_splits > 1 && warp == 0 && tig == 0) {
+          a.part_ml[pi] = kb < ke ? make_float2(m_run[mt][h], l_run[mt][h]) : make_float2(-INFINITY, 0.0f);
+        }
+      }
+    }
+    __syncthreads();  // rows and qs are rewritten by the next pass
+  }
+}
+
+template <int D, int MT>
+Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
+  const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
+  static std::atomic<uint64_t> smem_set{0};
+  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(decode_mma_kernel<D, MT>, Geo<D, MT>::kSmem, &smem_set));
+  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
+  decode_mma_kernel<D, MT><<<grid, kThreads, Geo<D, MT>::kSmem, stream>>>(a);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return launch_split_combine(a, stream);
+}
+
+}  // namespace
+
+Status launch_decode_mma_attention(const SplitAttentionArgs& a, cudaStream_t stream) {
+  if (a.rows_per_tile < 1 || a.rows_per_tile * a.group > kMaxRows || (a.q_stride & 3) != 0 ||
+      (reinterpret_cast<uintptr_t>(a.q) & 15) != 0) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: bad rows_per_tile or q alignment for decode-mma");
+  }
+  if (a.split_keys <= 0 || a.split_keys % kKeys != 0) {
+    return make_error(StatusCode::kInvalidArgument, "cuda attention: decode-mma needs fixed slices of whole 64-key tiles");
+  }
+  // The m-tiles of the widest pass: a one-row decode carries no registers for 64 vectors.
+  const int32_t vectors = a.rows_per_tile * a.group;
+  return dispatch_head_dim(a.head_dim, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    if (vectors <= 16) return launch<D, 1>(a, stream);
+    if (vectors <= 32) return launch<D, 2>(a, stream);
+    return launch<D, 4>(a, stream);
+  });
+}
+
+}  // namespace saker::cuda::detail

@@ -1,0 +1,191 @@
+// Speculative decoding on the CUDA backend equals plain greedy decoding token for token, on a model whose
+// every matmul is width-invariant (a synthesized Q4_K_M file: Q4_K and Q6_K weights, rows of whole
+// 256-element super-blocks) and with the automatic attention (fixed key slices). Nothing here allows a
+// near-tie: a verify row must give the bits of the one-row decode of the same position.
+//   - alone: n-gram prompt lookup and a draft model (the target itself, so every draft must be accepted: a
+//     single differing bit in a verify row's logits could reject one);
+//   - batched: eight sequences, plain and speculating, in steps of up to 64 rows, against each alone.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "engine/engine.h"
+#include "golden/engine_test_util.h"
+#include "models/model.h"
+#include "models/synth.h"
+#include "ops/cuda_test_util.h"
+#include "spec/draft_model_proposer.h"
+#include "spec/ngram_proposer.h"
+#include "test_paths.h"
+
+namespace saker {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::greedy_options;
+using testing::make_engine;
+using testing::Outcome;
+using testing::run_alone;
+using testing::run_batched;
+
+// Sequences x (pending token + drafts) stays within the 64 rows whose matmuls are width-invariant.
+constexpr int32_t kSeqs = 8;
+constexpr int32_t kMaxDraft = 7;
+constexpr int32_t kTokens = 48;
+
+class CudaSpeculation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    if (cuda_devices(&why).empty()) return;
+    path_ = new fs::path(testing::temp_dir() / "cuda-speculation-tiny-q4_k_m.gguf");
+    SynthOptions so;
+    so.preset = "tiny";
+    so.type = "q4_k_m";
+    so.seed = 7;
+    ASSERT_TRUE(write_synthetic_model(so, path_->string()).ok());
+    auto w = ModelWeights::open(path_->string());
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    OpsOptions ops;
+    ops.device = Device::kCuda;
+    auto m = create_model(std::shared_ptr<const ModelWeights>(std::move(w).value()), ops);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    model_ = std::move(m).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+    if (path_) fs::remove(*path_);
+    delete path_;
+    path_ = nullptr;
+  }
+  void SetUp() override {
+    SAKER_REQUIRE_GPU();
+    ASSERT_NE(model_, nullptr);
+  }
+
+  // Random prompts of 20-60 tokens over the model's vocabulary (ids 2 and up).
+  static std::vector<std::vector<int32_t>> prompts(size_t n) {
+    std::mt19937 rng(11);
+    std::vector<std::vector<int32_t>> out(n);
+    for (auto& p : out) {
+      p.resize(20 + rng() % 41);
+      for (int32_t& t : p) t = 2 + static_cast<int32_t>(rng() % 1000);
+    }
+    return out;
+  }
+
+  // Steps of at most 64 rows: every row of every step (prefill chunks included) takes the width-invariant
+  // kernels, so a run's tokens depend neither on the batch nor on how prompts were cut into chunks.
+  static EngineOptions engine_options() {
+    EngineOptions eo;
+    eo.n_ctx = 256;
+    eo.prefill_chunk = 64;
+    eo.step_tokens = 64;
+    return eo;
+  }
+
+  static ProposerFactory ngram() {
+    return []() -> Result<std::unique_ptr<Proposer>> {
+      spec::NgramOptions o;
+      o.max_draft = kMaxDraft;
+      SAKER_ASSIGN_OR_RETURN(auto p, spec::NgramProposer::create(o));
+      return std::unique_ptr<Proposer>(std::move(p));
+    };
+  }
+  // The target drafting for itself: its greedy chain is what verification must accept.
+  static ProposerFactory self_draft() {
+    return []() -> Result<std::unique_ptr<Proposer>> {
+      SAKER_ASSIGN_OR_RETURN(auto p, spec::DraftModelProposer::create(*model_, 256, kMaxDraft));
+      return std::unique_ptr<Proposer>(std::move(p));
+    };
+  }
+
+  static inline Model* model_ = nullptr;
+  static inline fs::path* path_ = nullptr;
+};
+
+// Expects every request's tokens to equal `plain`; returns the draft statistics summed over the requests.
+// all_accepted: every verify step but a request's last (cut by max_tokens) commits all its drafts.
+DraftStats expect_equal(const std::vector<Outcome>& got, const std::vector<GenerateResult>& plain,
+                        const std::string& what, bool all_accepted = false) {
+  DraftStats sum;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!got[i].result.ok()) {
+      ADD_FAILURE() << what << " request " << i << ": " << got[i].result.status().to_string();
+      continue;
+    }
+    EXPECT_EQ(got[i].result->tokens, plain[i].tokens) << what << " request " << i;
+    if (!got[i].result->draft) {
+      ADD_FAILURE() << what << " request " << i << " has no draft statistics";
+      continue;
+    }
+    const DraftStats& d = *got[i].result->draft;
+    if (all_accepted) {
+      int64_t short_steps = 0;  // verify steps that committed fewer than kMaxDraft + 1 tokens
+      for (size_t k = 0; k + 1 < d.tokens_per_step.size() && k < static_cast<size_t>(kMaxDraft); ++k) {
+        short_steps += d.tokens_per_step[k];
+      }
+      EXPECT_LE(short_steps, 1) << what << " request " << i << ": a verify row rejected the target's own token";
+    }
+    sum.verify_steps += d.verify_steps;
+    sum.committed_tokens += d.committed_tokens;
+    sum.drafted_tokens += d.drafted_tokens;
+  }
+  std::printf("%s: %lld verify steps, %lld tokens committed, %.2f per step, %lld drafted\n", what.c_str(),
+              static_cast<long long>(sum.verify_steps), static_cast<long long>(sum.committed_tokens),
+              sum.mean_accepted_length(), static_cast<long long>(sum.drafted_tokens));
+  return sum;
+}
+
+std::vector<Outcome> run_speculating(Model& model, const std::vector<std::vector<int32_t>>& prompts,
+                                     const std::vector<GenerateOptions>& opts, EngineOptions eo, int32_t max_seqs,
+                                     ProposerFactory proposer) {
+  eo.max_seqs = max_seqs;
+  eo.proposer = std::move(proposer);
+  eo.adaptive_drafts = false;  // always the longest chain: the widest verify steps
+  auto engine = make_engine(model, eo);
+  if (!engine) return std::vector<Outcome>(prompts.size());
+  if (max_seqs > 1) return run_batched(*engine, prompts, opts);
+  std::vector<Outcome> got(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    got[i].result = engine->generate(prompts[i], opts[i]);
+    got[i].done_calls = 1;
+  }
+  return got;
+}
+
+TEST_F(CudaSpeculation, AloneEqualsPlainGreedyDecoding) {
+  const auto ps = prompts(kSeqs);
+  const std::vector<GenerateOptions> opts(ps.size(), greedy_options(kTokens));
+  const auto plain = run_alone(*model_, ps, opts, engine_options());
+  expect_equal(run_speculating(*model_, ps, opts, engine_options(), 1, ngram()), plain, "n-gram alone");
+  const DraftStats self = expect_equal(run_speculating(*model_, ps, opts, engine_options(), 1, self_draft()), plain,
+                                       "self-draft alone", /*all_accepted=*/true);
+  EXPECT_GT(self.mean_accepted_length(), kMaxDraft);
+}
+
+TEST_F(CudaSpeculation, BatchedEqualsPlainDecodingAlone) {
+  const auto ps = prompts(kSeqs);
+  const std::vector<GenerateOptions> opts(ps.size(), greedy_options(kTokens));
+  const auto plain = run_alone(*model_, ps, opts, engine_options());
+  // Plain batched decoding first: the same tokens as alone (rows of 1-64, prefill chunks and decode tokens of
+  // eight sequences, give each row the bits it gets alone).
+  EngineOptions eo = engine_options();
+  eo.max_seqs = kSeqs;
+  auto plain_engine = make_engine(*model_, eo);
+  ASSERT_NE(plain_engine, nullptr);
+  const std::vector<Outcome> batched = run_batched(*plain_engine, ps, opts);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ASSERT_TRUE(batched[i].result.ok()) << batched[i].result.status().to_string();
+    EXPECT_EQ(batched[i].result->tokens, plain[i].tokens) << "plain batched request " << i;
+  }
+  expect_equal(run_speculating(*model_, ps, opts, engine_options(), kSeqs, ngram()), plain, "n-gram batched");
+  const DraftStats self = expect_equal(run_speculating(*model_, ps, opts, engine_options(), kSeqs, self_draft()),
+                                       plain, "self-draft batched", /*all_accepted=*/true);
+  EXPECT_GT(self.mean_accepted_length(), kMaxDraft);
+}
+
+}  // namespace
+}  // namespace saker
