@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "spec/replay_proposer.h"
 
 namespace saker::cli {
 namespace {
@@ -50,6 +51,8 @@ struct RunFigures {
   int64_t generated = 0;       // every generated token
   int64_t steps = 0, step_tokens = 0, preemptions = 0;
   std::vector<double> ttft_ms;
+  std::vector<std::vector<int32_t>> prompts, outputs;  // per request
+  DraftStats drafts;                                   // summed over the requests (speculating runs)
 
   double prefill_tps(const Level& l) const { return per_s(static_cast<double>(l.n * l.p), prefill_ms); }
   double decode_tps() const { return per_s(static_cast<double>(decode_tokens), decode_ms); }
@@ -64,6 +67,8 @@ struct Request {
   int64_t tokens = 0;
   bool done = false;
   Status error;
+  std::vector<int32_t> output;
+  std::optional<DraftStats> drafts;
 };
 
 EngineOptions engine_options(const Level& l, const EngineBenchArgs& a) {
@@ -80,13 +85,17 @@ EngineOptions engine_options(const Level& l, const EngineBenchArgs& a) {
   return o;
 }
 
-// N requests submitted at once, stepped on this thread until every one is done.
-Result<RunFigures> run_once(Engine& engine, const Level& l, int64_t n_vocab, std::mt19937_64& rng) {
+std::vector<std::vector<int32_t>> random_prompts(const Level& l, int64_t n_vocab, std::mt19937_64& rng) {
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(l.n));
   for (auto& prompt : prompts) {
     prompt.resize(static_cast<size_t>(l.p));
     for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(n_vocab));
   }
+  return prompts;
+}
+
+// N requests (these prompts) submitted at once, stepped on this thread until every one is done.
+Result<RunFigures> run_once(Engine& engine, const Level& l, std::vector<std::vector<int32_t>> prompts) {
   std::vector<Request> reqs(static_cast<size_t>(l.n));
   int64_t step_index = 0;               // the step() now running (callbacks run inside it, on this thread)
   std::vector<int64_t> tokens_in_step;  // [step] tokens decided in that step
@@ -112,12 +121,16 @@ Result<RunFigures> run_once(Engine& engine, const Level& l, int64_t n_vocab, std
       return true;
     };
     r.submitted = Clock::now();
-    engine.submit(std::move(prompts[static_cast<size_t>(i)]), std::move(o), nullptr,
-                  [&r, &n_done](Result<GenerateResult> res) {
-                    if (!res.ok()) r.error = res.status();
-                    r.done = true;
-                    ++n_done;
-                  });
+    engine.submit(prompts[static_cast<size_t>(i)], std::move(o), nullptr, [&r, &n_done](Result<GenerateResult> res) {
+      if (!res.ok()) {
+        r.error = res.status();
+      } else {
+        r.output = res->tokens;
+        r.drafts = res->draft;
+      }
+      r.done = true;
+      ++n_done;
+    });
   }
   // On an error the requests still inside must end before `reqs` goes: cancel them and step until their
   // on_done callbacks have run (the engine is not used again after an error).
@@ -162,7 +175,61 @@ Result<RunFigures> run_once(Engine& engine, const Level& l, int64_t n_vocab, std
   f.steps = after.steps - before.steps;
   f.step_tokens = after.step_tokens - before.step_tokens;
   f.preemptions = after.preemptions - before.preemptions;
+  f.prompts = std::move(prompts);
+  for (Request& r : reqs) {
+    f.outputs.push_back(std::move(r.output));
+    if (r.drafts) f.drafts.merge(*r.drafts);
+  }
   return f;
+}
+
+struct ReplayRow {
+  double mean_commit = 0;
+  double decode_tps = 0, tokens_per_verify = 0;
+  bool exact = true;
+};
+
+// The level's prompts again, every sequence replaying its plain continuation at acceptance L (see the header).
+Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, const Level& l, const EngineBenchArgs& a,
+                             const RunFigures& plain, double mean_commit, nlohmann::json* runs_json) {
+  auto refs = std::make_shared<std::vector<std::vector<int32_t>>>();
+  for (size_t i = 0; i < plain.prompts.size(); ++i) {
+    std::vector<int32_t> r = plain.prompts[i];
+    r.insert(r.end(), plain.outputs[i].begin(), plain.outputs[i].end());
+    refs->push_back(std::move(r));
+  }
+  const int32_t n_vocab = static_cast<int32_t>(model.hparams().n_vocab);
+  SAKER_RETURN_IF_ERROR(spec::ReplayProposer::create(refs, mean_commit, a.max_draft, n_vocab).status());
+  EngineOptions eo = engine_options(l, a);
+  eo.n_ctx += a.max_draft + 1;  // a verify block may reach past the last generated token
+  eo.adaptive_drafts = false;   // always the whole block: the acceptance is the proposer's to set
+  eo.proposer = [refs, mean_commit, max_draft = a.max_draft, n_vocab]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(auto p, spec::ReplayProposer::create(refs, mean_commit, max_draft, n_vocab));
+    return std::unique_ptr<Proposer>(std::move(p));
+  };
+  auto engine = Engine::create(model, tokenizer, eo);
+  if (!engine.ok()) return engine.status();
+  std::vector<RunFigures> runs;
+  for (int i = 0; i < a.warmup + a.reps; ++i) {
+    SAKER_ASSIGN_OR_RETURN(RunFigures f, run_once(**engine, l, plain.prompts));
+    if (i >= a.warmup) runs.push_back(std::move(f));
+  }
+  ReplayRow row;
+  row.mean_commit = mean_commit;
+  std::vector<double> tps;
+  DraftStats all;
+  for (const RunFigures& f : runs) {
+    tps.push_back(f.decode_tps());
+    all.merge(f.drafts);
+    row.exact = row.exact && f.outputs == plain.outputs;
+    runs_json->push_back({{"mean_commit", mean_commit}, {"decode_ms", f.decode_ms}, {"decode_tokens", f.decode_tokens},
+                          {"decode_tokens_per_s", f.decode_tps()}, {"verify_steps", f.drafts.verify_steps},
+                          {"committed_tokens", f.drafts.committed_tokens}, {"steps", f.steps},
+                          {"same_tokens_as_plain", f.outputs == plain.outputs}});
+  }
+  row.decode_tps = median_of(std::move(tps));
+  row.tokens_per_verify = all.mean_accepted_length();
+  return row;
 }
 
 }  // namespace
@@ -207,7 +274,7 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
     const Level w{1, std::min<int64_t>(a.prompt_tokens, 32), std::min<int64_t>(a.gen_tokens, 4)};
     auto engine = Engine::create(model, tokenizer, engine_options(w, a));
     if (!engine.ok()) return make_error(engine.status().code(), "warm-up engine: {}", engine.status().message());
-    auto r = run_once(**engine, w, n_vocab, rng);
+    auto r = run_once(**engine, w, random_prompts(w, n_vocab, rng));
     if (!r.ok()) return make_error(r.status().code(), "warm-up run: {}", r.status().message());
   }
 
@@ -217,6 +284,12 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
     double wall_ms, ttft_p50, ttft_p99, prefill_tps, decode_tps, total_tps, steps, tokens_per_step, preemptions;
   };
   std::vector<Summary> table;
+  struct ReplaySummary {
+    int64_t n;
+    double plain_tps;
+    ReplayRow row;
+  };
+  std::vector<ReplaySummary> replay_table;
   for (int64_t n : a.concurrency) {
     const Level l{n, a.prompt_tokens, a.gen_tokens};
     const EngineOptions eo = engine_options(l, a);
@@ -225,12 +298,12 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
       return make_error(engine.status().code(), "concurrency {}: {}", n, engine.status().message());
     }
     for (int i = 0; i < a.warmup; ++i) {
-      auto r = run_once(**engine, l, n_vocab, rng);
+      auto r = run_once(**engine, l, random_prompts(l, n_vocab, rng));
       if (!r.ok()) return make_error(r.status().code(), "concurrency {} (warm-up): {}", n, r.status().message());
     }
     std::vector<RunFigures> runs;
     for (int i = 0; i < a.reps; ++i) {
-      auto r = run_once(**engine, l, n_vocab, rng);
+      auto r = run_once(**engine, l, random_prompts(l, n_vocab, rng));
       if (!r.ok()) return make_error(r.status().code(), "concurrency {}: {}", n, r.status().message());
       runs.push_back(std::move(*r));
     }
@@ -263,6 +336,19 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
     table.push_back(s);
     fmt::print(stderr, "  N={:<4} wall {:>9.1f} ms  TTFT p50 {:>8.1f} ms  decode {:>9.1f} tok/s  total {:>9.1f} tok/s\n",
                n, s.wall_ms, s.ttft_p50, s.decode_tps, s.total_tps);
+    nlohmann::json replay_rows = nlohmann::json::array(), replay_runs = nlohmann::json::array();
+    for (double L : a.replay) {
+      engine->reset();  // one engine's pool at a time
+      auto r = run_replay(model, tokenizer, l, a, runs.back(), L, &replay_runs);
+      if (!r.ok()) return make_error(r.status().code(), "concurrency {}, replay:{}: {}", n, L, r.status().message());
+      replay_table.push_back({n, s.decode_tps, *r});
+      fmt::print(stderr, "  N={:<4} replay:{:<4} decode {:>9.1f} tok/s ({:.2f}x plain), {:.2f} tokens per verify step{}\n", n,
+                 L, r->decode_tps, r->decode_tps / s.decode_tps, r->tokens_per_verify,
+                 r->exact ? "" : ", tokens differ from plain decoding");
+      replay_rows.push_back({{"mean_commit", L}, {"max_draft", a.max_draft}, {"decode_tokens_per_s", r->decode_tps},
+                             {"relative_to_plain", r->decode_tps / s.decode_tps},
+                             {"tokens_per_verify_step", r->tokens_per_verify}, {"same_tokens_as_plain", r->exact}});
+    }
     rows.push_back({{"concurrency", n},
                     {"prompt_tokens", l.p},
                     {"gen_tokens", l.g},
@@ -280,6 +366,10 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                     {"tokens_per_step", s.tokens_per_step},
                     {"preemptions", std::llround(s.preemptions)},
                     {"runs", run_rows}});
+    if (!a.replay.empty()) {
+      rows.back()["replay"] = replay_rows;
+      rows.back()["replay_runs"] = replay_runs;
+    }
   }
 
   fmt::print(
@@ -289,6 +379,14 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
     fmt::print("| {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.0f} | {:.2f} |\n", s.l.n,
                s.l.p, s.l.g, s.wall_ms, s.ttft_p50, s.ttft_p99, s.prefill_tps, s.decode_tps, s.total_tps, s.steps,
                s.tokens_per_step);
+  }
+  if (!replay_table.empty()) {
+    fmt::print("\n| N | spec | decode tok/s | x plain | tokens / verify step | same tokens as plain |\n|---|---|---|---|---|---|\n");
+    for (const ReplaySummary& r : replay_table) {
+      fmt::print("| {} | replay:{} (block {}) | {:.1f} | {:.2f} | {:.2f} | {} |\n", r.n, r.row.mean_commit,
+                 a.max_draft + 1, r.row.decode_tps, r.row.decode_tps / r.plain_tps, r.row.tokens_per_verify,
+                 r.row.exact ? "yes" : "no");
+    }
   }
   return rows;
 }

@@ -15,6 +15,13 @@
 //   total tok/s     N*G / wall
 //   tokens/step     tokens fed per forward (EngineStats: step_tokens / steps)
 // Wall time, the tok/s figures and tokens/step are medians over the timed runs.
+//
+// With `replay` (saker bench --spec replay:L,...), each level then runs its last timed run's prompts again
+// with every sequence speculating through a ReplayProposer (spec/replay_proposer.h): the target's own greedy
+// continuation drafted max_draft tokens at a time and corrupted so that a verify step commits L tokens on
+// average. Reported per L: decode tok/s, its ratio to plain decoding's, the measured tokens per verify step,
+// and whether every request's tokens equal the plain run's (they must wherever a row's numbers do not depend
+// on the batch width).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +44,8 @@ struct EngineBenchArgs {
   int reps = 5;                      // timed runs per level (median reported)
   int warmup = 1;                    // untimed full-size runs per level (after one short N=1 run for the model)
   uint64_t seed = 1234;              // prompt token ids
+  std::vector<double> replay;        // mean tokens committed per verify step (L) to replay at; empty: none
+  int32_t max_draft = 15;            // drafts per replay verify step (a block of max_draft + 1 rows)
 };
 
 // Prefix cache: time to first token of a request whose first `prefix_tokens` tokens an earlier request already

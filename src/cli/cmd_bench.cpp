@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "cli/bench_ceilings.h"
 #include "cli/bench_engine.h"
@@ -38,7 +39,28 @@ struct BenchArgs {
   bool no_graphs = false;
   EngineBenchArgs engine;  // used when engine.concurrency is not empty
   int64_t prefix_reuse = 0;  // > 0: the prefix cache's warm vs cold time to first token with a prefix this long
+  std::string spec;          // "replay:L[,L...]": the engine test replays each level at these acceptances
 };
+
+// "replay:2,4,6,8" -> {2, 4, 6, 8}.
+Result<std::vector<double>> parse_replay(const std::string& spec) {
+  const std::string prefix = "replay:";
+  if (spec.rfind(prefix, 0) != 0 || spec.size() == prefix.size()) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "--spec: expected replay:L[,L...] (mean tokens per verify step), got '{}'", spec);
+  }
+  std::vector<double> out;
+  std::stringstream ss(spec.substr(prefix.size()));
+  for (std::string item; std::getline(ss, item, ',');) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || !(v >= 1.0)) {
+      return make_error(StatusCode::kInvalidArgument, "--spec replay: '{}' is not a number >= 1", item);
+    }
+    out.push_back(v);
+  }
+  return out;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -128,6 +150,14 @@ Result<LoadedModel> load_bench_model(const BenchArgs& a) {
 
 int run(const BenchArgs& a) {
   if (a.reps < 1) return fail("--reps must be >= 1");
+  if (!a.spec.empty()) {
+    auto replay = parse_replay(a.spec);
+    if (!replay.ok()) return fail(replay.status().message());
+    BenchArgs b = a;
+    b.engine.replay = *replay;
+    if (b.engine.concurrency.empty()) b.engine.concurrency = {1};
+    return run_engine(b);
+  }
   if (!a.engine.concurrency.empty() || a.prefix_reuse > 0) return run_engine(a);
   auto loaded = load_bench_model(a);
   if (!loaded.ok()) return fail(loaded.status().to_string());
@@ -320,6 +350,15 @@ Command make_bench_command() {
             ->capture_default_str();
         s->add_option("--step-tokens", a->engine.step_tokens,
                       "Engine test: tokens per engine step (0: 4 x prefill chunk + N, as saker serve)")
+            ->capture_default_str();
+        s->add_option("--spec", a->spec,
+                      "Engine test, speculating: replay:L[,L...] runs each level's prompts again with every sequence "
+                      "drafting the target's own greedy continuation, corrupted so that a verify step commits L "
+                      "tokens on average (the machinery's cost at that acceptance; drafts cost nothing); reports "
+                      "decode tok/s against plain decoding and whether the tokens are the same (default "
+                      "concurrency 1)");
+        s->add_option("--draft-max", a->engine.max_draft, "With --spec replay: drafts per verify step (block - 1)")
+            ->check(CLI::Range(1, 63))
             ->capture_default_str();
       },
       [sub] { return *sub && (*sub)->parsed(); },

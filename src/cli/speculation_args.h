@@ -40,8 +40,8 @@ struct SpeculationArgs {
 void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::string& what);
 
 // Refuses combinations speculation cannot honour yet, naming the flag: a tree without a drafter, a drafter
-// and a draft model at once, an unknown --spec, and a DFlash drafter on the CUDA backend (which does not tap
-// hidden states yet).
+// and a draft model at once, an unknown --spec, and a DFlash drafter on the CUDA backend (its forward runs
+// on the CPU only so far).
 Status check_speculation_args(const SpeculationArgs& a, const std::string& device);
 
 // The device to load the target on: the CPU when a DFlash drafter is asked for (see above), else `device`.

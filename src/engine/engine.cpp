@@ -145,7 +145,9 @@ Result<bool> Engine::step() {
   bool need_logits = !options_.device_argmax;
   std::span<const int32_t> taps;
   for (const BatchSegment& g : batch_.segments) {
-    need_logits |= g.output >= 0 && (g.seq->needs_logits() || g.tree);
+    // A greedy sequence's verify walk needs only each row's argmax, as its decode step does: the ids come
+    // from the device instead of [rows, n_vocab] logits (39 MB a step for 64 rows of a 152K vocabulary).
+    need_logits |= g.output >= 0 && g.seq->needs_logits();
     if (g.seq->proposer) taps = g.seq->proposer->tap_layers();  // one drafter configuration per engine
   }
   StepOutput out;
@@ -243,7 +245,7 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   for (;;) {
     const int32_t cur = path.back();
     std::span<const float> raw;
-    const int32_t id = sample_row(s, out.row(g.output + cur), &raw);
+    const int32_t id = out.have_logits ? sample_row(s, out.row(g.output + cur), &raw) : out.ids[g.output + cur];
     if (!accept_token(s, id, raw, now)) {
       going = false;
       break;

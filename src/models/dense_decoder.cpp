@@ -209,7 +209,11 @@ Status DenseDecoderModel::forward(const ForwardBatch& batch, std::span<const Lay
   request.logits = logits;
   request.argmax = batch.argmax;
   request.n_vocab = h.n_vocab;
-  request.taps = !batch.taps.layers.empty();
+  if (!batch.taps.layers.empty()) {  // out: [T, n_taps, n_embd], as body() writes it
+    request.taps_out = batch.taps.out;
+    request.taps_stride = static_cast<int64_t>(batch.taps.layers.size()) * h.n_embd;
+    request.tap_layers = batch.taps.layers;
+  }
   StepProgram program;
   program.body = [&] { return body(batch); };
   program.head = [&](int64_t first, int64_t n) { return head(first, n); };

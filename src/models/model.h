@@ -17,8 +17,8 @@
 namespace saker {
 
 // Hidden states a speculative drafter reads from the target: the output of decoder layer layers[j] (after its
-// residual add; Hugging Face's hidden_states[layers[j] + 1]) for every batch token. Only the CPU backend fills
-// them so far; callers check Model::device() (spec::SpeculativeGenerator refuses any other target).
+// residual add; Hugging Face's hidden_states[layers[j] + 1]) for every batch token. Both backends fill them
+// (spec::SpeculativeGenerator, whose drafter runs on the CPU, still refuses a GPU target).
 struct HiddenTaps {
   std::span<const int32_t> layers;  // [n_taps] 0-based decoder layer ids; empty: no taps
   float* out = nullptr;             // [n_tokens, n_taps, n_embd]

@@ -72,7 +72,12 @@ struct StepRequest {
   float* logits = nullptr;               // [n_outputs, n_vocab] host, or null
   int32_t* argmax = nullptr;             // [n_outputs] host, or null
   int64_t n_vocab = 0;
-  bool taps = false;                     // the program copies hidden states to the host (copy_rows_to_host)
+  // Hidden-state taps: the program's copy_rows_to_host calls fill every column of taps_out [n_tokens,
+  // taps_stride] host floats; null: none. tap_layers fixes which copies the program makes, so a backend that
+  // replays a captured program keys it by them.
+  float* taps_out = nullptr;
+  int64_t taps_stride = 0;
+  std::span<const int32_t> tap_layers;
 };
 
 // A forward written once: body() runs embedding and layers over the backend's current step (step_tokens()
@@ -138,7 +143,8 @@ class OpBackend {
   virtual Status soft_cap(const Act& x, float cap) = 0;
   // The head's last op: argmax ids of logits(first, n) (when asked) and the copies out.
   virtual Status emit_outputs(const Act& logits, int64_t first) = 0;
-  // Hidden-state taps: x [T, n] rows to host out + t * out_stride (kUnsupported where x is not host memory).
+  // Hidden-state taps: x [T, n] rows to host out + t * out_stride, out inside a row of the request's taps_out
+  // and out_stride its taps_stride; the rows are there when run_step returns.
   virtual Status copy_rows_to_host(const Act& x, float* out, int64_t out_stride) = 0;
   // The trace hook (core/trace.h) on a host backend; heads > 0 views x as [rows, heads, cols / heads].
   virtual void trace(const Act& x, const char* name, int layer = -1, int64_t heads = 0) = 0;

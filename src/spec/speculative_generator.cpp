@@ -38,8 +38,8 @@ Result<std::unique_ptr<SpeculativeGenerator>> SpeculativeGenerator::create(Model
   }
   if (target.device() != Device::kCpu) {
     return make_error(StatusCode::kUnsupported,
-                      "speculative decoding runs on the CPU backend only for now (the target's hidden states are "
-                      "tapped there): use --device cpu");
+                      "speculative decoding with a DFlash drafter runs on the CPU backend only for now (the "
+                      "drafter's forward is not yet written for the GPU): use --device cpu");
   }
   SAKER_RETURN_IF_ERROR(drafter->config().check_target(target.hparams()));
   const int64_t block = drafter->config().block_size;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/env.h"
@@ -219,6 +220,19 @@ Status CudaBackend::ensure_input_capacity(int64_t n) {
   return {};
 }
 
+Status CudaBackend::ensure_taps_capacity(int64_t n) {
+  if (n <= taps_capacity_) return {};
+  SAKER_RETURN_IF_ERROR(drop_graphs());  // their tap copies write to the old buffer
+  const int64_t cap = std::max<int64_t>(n, 2 * taps_capacity_);
+  mem_.release(taps_host_);
+  taps_host_ = nullptr;
+  taps_capacity_ = 0;
+  SAKER_ASSIGN_OR_RETURN(void* hp, mem_.alloc_host(cap * sizeof(float), "hidden-state taps"));
+  taps_host_ = static_cast<float*>(hp);
+  taps_capacity_ = cap;
+  return {};
+}
+
 Status CudaBackend::take_outputs(const Chunk& c, int64_t first, int64_t n) const {
   if (c.logits && n > 0) std::memcpy(c.logits + first * n_vocab_, logits_host_, n * n_vocab_ * sizeof(float));
   if (c.argmax) {
@@ -286,16 +300,26 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
   s.want_logits = c.logits != nullptr;
   s.want_argmax = c.argmax != nullptr;
   s.kv = kv_.pointers;
+  if (c.taps) {
+    s.taps_stride = c.taps_stride;
+    s.tap_layers.assign(c.tap_layers.begin(), c.tap_layers.end());
+  }
 
   cuda::DeviceAttentionBatch probe;
   probe.layout = layout;
   probe.block_size = static_cast<int32_t>(kv_.block_size);
   SAKER_RETURN_IF_ERROR(ensure_attention_workspace(cuda::attention_workspace_bytes(probe, attention_launch(ctx_cap))));
   SAKER_RETURN_IF_ERROR(ensure_input_capacity(T + n_out + layout.total));
+  SAKER_RETURN_IF_ERROR(ensure_taps_capacity(T * s.taps_stride));
 
   std::copy(c.tokens.begin(), c.tokens.end(), in_host_);
   std::copy(c.output_rows.begin(), c.output_rows.end(), in_host_ + T);
   std::copy(packed.begin(), packed.end(), in_host_ + T + n_out);
+
+  // copy_rows_to_host turns the program's host pointers into staging columns relative to this base; only the
+  // columns reach a graph.
+  cur_.taps_base = c.taps ? c.taps_base : nullptr;
+  cur_.taps_stride = s.taps_stride;
 
   const bool use_graph = options_.cuda_graphs && T <= kGraphMaxTokens && T <= matmul_->max_kernel_rows() &&
                          n_out <= head_rows_;
@@ -323,10 +347,9 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
     SAKER_RETURN_IF_ERROR(enqueue_step(s, layout, program));
   }
 
-  if (n_out <= head_rows_) {
-    SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    return take_outputs(c, 0, n_out);
-  }
+  if (n_out <= head_rows_ || c.taps) SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  if (c.taps) std::memcpy(c.taps, taps_host_, T * s.taps_stride * sizeof(float));
+  if (n_out <= head_rows_) return take_outputs(c, 0, n_out);
   // More outputs than one head pass holds (prompt logits of a long prompt): slices, each copied out.
   for (int64_t b = 0; b < n_out; b += head_rows_) {
     const int64_t n = std::min(head_rows_, n_out - b);
@@ -345,8 +368,9 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
     return make_error(StatusCode::kInvalidArgument, "forward: {} tokens but attention metadata for {}", T,
                       r.attn->n_tokens());
   }
-  if (r.taps) {
-    return make_error(StatusCode::kUnsupported, "forward: the CUDA backend does not fill hidden-state taps");
+  if (r.taps_out && (r.taps_stride <= 0 || r.tap_layers.empty())) {
+    return make_error(StatusCode::kInvalidArgument, "forward: hidden-state taps of row stride {} and {} layers",
+                      r.taps_stride, r.tap_layers.size());
   }
   for (int32_t t : r.tokens) {
     if (t < 0 || t >= n_vocab_) {
@@ -356,7 +380,9 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
   }
   SAKER_ASSIGN_OR_RETURN(kv_, bind_kv(r.kv));
   SAKER_RETURN_IF_ERROR(r.attn->validate(kv_.n_blocks, kv_.block_size));
-  Chunk whole{r.tokens, r.attn, r.output_rows, r.logits, r.argmax};
+  const Chunk whole{.tokens = r.tokens, .attn = r.attn, .output_rows = r.output_rows, .logits = r.logits,
+                    .argmax = r.argmax, .taps = r.taps_out, .taps_base = r.taps_out, .taps_stride = r.taps_stride,
+                    .tap_layers = r.tap_layers};
   if (T <= max_tokens_) return run_chunk(whole, program);
 
   // Split a long batch into chunks in batch order. Causal and tree queries only see keys written by earlier
@@ -387,8 +413,13 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
     sub.token_parent = {};
     std::vector<float> chunk_logits(r.logits ? rows.size() * n_vocab_ : 0);  // [chunk outputs, n_vocab]
     std::vector<int32_t> chunk_ids(rows.size());                             // [chunk outputs]
-    const Chunk chunk{r.tokens.subspan(b, e - b), &sub, rows, r.logits ? chunk_logits.data() : nullptr,
-                      r.argmax ? chunk_ids.data() : nullptr};
+    Chunk chunk = whole;
+    chunk.tokens = r.tokens.subspan(b, e - b);
+    chunk.attn = &sub;
+    chunk.output_rows = rows;
+    chunk.logits = r.logits ? chunk_logits.data() : nullptr;
+    chunk.argmax = r.argmax ? chunk_ids.data() : nullptr;
+    chunk.taps = r.taps_out ? r.taps_out + b * r.taps_stride : nullptr;  // the chunk's tokens' rows
     SAKER_RETURN_IF_ERROR(run_chunk(chunk, program));
     for (size_t i = 0; i < where.size(); ++i) {
       if (r.logits) {
@@ -530,8 +561,28 @@ Status CudaBackend::emit_outputs(const Act& logits, int64_t) {
   return {};
 }
 
-Status CudaBackend::copy_rows_to_host(const Act&, float*, int64_t) {
-  return make_error(StatusCode::kUnsupported, "forward: the CUDA backend does not fill hidden-state taps");
+// Into the staging buffer at out's column of the request's taps rows: a graph replayed for a later call (another
+// taps_out) then still writes the right place; run_chunk copies the rows out after the step.
+Status CudaBackend::copy_rows_to_host(const Act& x, float* out, int64_t out_stride) {
+  if (cur_.taps_base == nullptr) {
+    return make_error(StatusCode::kInvalidArgument, "forward: a hidden-state copy in a step that asked for no taps");
+  }
+  if (x.rows != cur_.n_tokens) {
+    return make_error(StatusCode::kInvalidArgument, "forward: a hidden-state copy of {} rows in a step of {} tokens",
+                      x.rows, cur_.n_tokens);
+  }
+  constexpr intptr_t kFloat = sizeof(float);
+  const intptr_t bytes = reinterpret_cast<intptr_t>(out) - reinterpret_cast<intptr_t>(cur_.taps_base);
+  const int64_t col = bytes / kFloat;
+  if (out_stride != cur_.taps_stride || bytes % kFloat != 0 || col < 0 || col + x.cols > cur_.taps_stride) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "forward: a hidden-state copy of {} columns to float {} of rows of {} (taps rows of {})", x.cols,
+                      col, out_stride, cur_.taps_stride);
+  }
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(taps_host_ + col, cur_.taps_stride * sizeof(float), x.data,
+                                               x.stride * sizeof(float), x.cols * sizeof(float), x.rows,
+                                               cudaMemcpyDeviceToHost, stream_));
+  return {};
 }
 
 }  // namespace saker

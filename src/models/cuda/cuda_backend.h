@@ -13,6 +13,10 @@
 // buffer and its last ones copy the logits (or, for a greedy step, only each row's argmax id) back. The shape
 // key holds every KV pointer the graph bakes in. Larger batches run the program eagerly (cuBLASLt behind
 // matmul), split into max_batch_tokens chunks when longer than that (causal masks only).
+//
+// Hidden-state taps, like the logits, go through a pinned staging buffer at fixed addresses and reach the
+// caller's rows after the step synchronizes: a replay must not write to the host pointer of the call that
+// was captured.
 #include <cuda_runtime.h>
 
 #include <map>
@@ -91,8 +95,11 @@ class CudaBackend final : public OpBackend {
     int64_t n_tokens = 0, n_out = 0, n_seqs = 0, packed_total = 0, ctx_capacity = 0, block_size = 0;
     bool want_logits = true, want_argmax = false;  // which copies the step's last nodes make
     std::vector<const void*> kv;                   // DeviceKv::pointers
+    int64_t taps_stride = 0;                       // 0: no taps; else the staging buffer's row
+    std::vector<int32_t> tap_layers;               // which copies into it the body makes
     auto key() const {
-      return std::tie(n_tokens, n_out, n_seqs, packed_total, ctx_capacity, block_size, want_logits, want_argmax, kv);
+      return std::tie(n_tokens, n_out, n_seqs, packed_total, ctx_capacity, block_size, want_logits, want_argmax, kv,
+                      taps_stride, tap_layers);
     }
     bool operator<(const StepShape& o) const { return key() < o.key(); }
   };
@@ -103,13 +110,19 @@ class CudaBackend final : public OpBackend {
     std::span<const int32_t> output_rows;
     float* logits = nullptr;    // [n_out, n_vocab] host rows, or null
     int32_t* argmax = nullptr;  // [n_out] host, or null
+    float* taps = nullptr;             // [n_tokens, taps_stride] host rows of the chunk's tokens, or null
+    const float* taps_base = nullptr;  // the request's taps_out: the program's copy pointers lie in its rows
+    int64_t taps_stride = 0;
+    std::span<const int32_t> tap_layers;
   };
   // What the ops of the running program read: the chunk's device inputs and launch shape.
   struct Current {
     int64_t n_tokens = 0;
     bool want_logits = false, want_argmax = false;
-    const int32_t* tokens = nullptr;  // device [n_tokens]
-    const int32_t* rows = nullptr;    // device [n_out] output rows
+    const int32_t* tokens = nullptr;   // device [n_tokens]
+    const int32_t* rows = nullptr;     // device [n_out] output rows
+    const float* taps_base = nullptr;  // Chunk::taps_base (null: no taps) and its row stride
+    int64_t taps_stride = 0;
     cuda::DeviceAttentionBatch batch;
     cuda::AttentionLaunch launch;
   };
@@ -126,6 +139,7 @@ class CudaBackend final : public OpBackend {
   cuda::AttentionLaunch attention_launch(int64_t ctx_capacity) const;
   Status ensure_attention_workspace(size_t bytes);
   Status ensure_input_capacity(int64_t n_int32);
+  Status ensure_taps_capacity(int64_t n_floats);
   // Packs the chunk's inputs, runs the program (graph or eager), copies its outputs out.
   Status run_chunk(const Chunk& chunk, const StepProgram& program);
   // Enqueues the program on stream_ (inputs already in the pinned buffer).
@@ -162,6 +176,8 @@ class CudaBackend final : public OpBackend {
   int64_t in_capacity_ = 0;        // int32 elements
   float* logits_host_ = nullptr;   // pinned [head_rows, n_vocab]
   int32_t* argmax_host_ = nullptr;  // pinned [head_rows]
+  float* taps_host_ = nullptr;      // pinned [chunk tokens, taps_stride]: the step's staged taps
+  int64_t taps_capacity_ = 0;       // floats
 
   std::mutex mutex_;  // one step at a time: the activations, the stream and the graphs are shared
   DeviceKv kv_;       // the running step's KV

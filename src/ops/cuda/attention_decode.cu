@@ -243,51 +243,65 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
   }
 }
 
-// out[t, h] = sum_i w_i acc_i / sum_i w_i l_i with w_i = exp(m_i - max m): one warp per (token, head).
-// The lanes read the (m, l) of different splits at once (the maximum and the denominator are warp
-// reductions), keep the weights in shared memory, and then stream the splits' sums as float4 rows with
-// kInFlight splits' loads issued before any is used: a loop that waited for one split at a time made the
-// combine a chain of n_splits memory latencies (with 64 splits, longer than the split kernel itself).
-constexpr int kCombineWarps = 4;
+// out[t, h] = sum_i w_i acc_i / sum_i w_i l_i with w_i = exp(m_i - max m): one block of eight warps per
+// (token, head). The maximum is exact in any order; the sums follow a fixed assignment (thread t sums the
+// weights of splits t, t + 256, ...; warp j the rows of splits j, j + 8, ..., kInFlight loads in flight)
+// and a fixed tree over the threads and the warps, so a row's bits depend only on its splits' partials
+// (empty splits add exact zeros: more of them, as a longer context capacity brings, change nothing) and a
+// lone split gives the bits of the direct write (acc * (1 / l)). Eight warps per row, not one, so that a
+// decode row with hundreds of splits (32768 keys) is not one warp's chain of memory latencies.
+constexpr int kCombineWarps = 8;
+constexpr int kCombineThreads = kCombineWarps * 32;
 constexpr int kInFlight = 8;
 
 template <int D>
-__global__ void __launch_bounds__(kCombineWarps * 32) combine_kernel(const float2* __restrict__ part_ml,
-                                                                     const float* __restrict__ part_acc,
-                                                                     int32_t n_splits, int64_t n_rows,
-                                                                     float* __restrict__ out) {
-  __shared__ float weight_s[kCombineWarps][kCombineMaxSplits];
+__global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float2* __restrict__ part_ml,
+                                                                  const float* __restrict__ part_acc,
+                                                                  int32_t n_splits, int64_t n_rows,
+                                                                  float* __restrict__ out) {
+  constexpr int kVec = D / 4;             // float4 per row
+  constexpr int kPer = (kVec + 31) / 32;  // float4 a lane owns: lane + 32 k below kVec
+  __shared__ float weight_s[kCombineMaxSplits];
+  __shared__ float red_s[kCombineWarps];
+  __shared__ __align__(16) float4 sum_s[kCombineWarps][kVec];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t row = blockIdx.x * static_cast<int64_t>(kCombineWarps) + warp;  // row = t * n_head + h
-  if (row >= n_rows) return;  // whole warps leave: no block barrier follows
-  float* w_s = weight_s[warp];
+  const int64_t row = blockIdx.x;  // row = t * n_head + h
+  if (row >= n_rows) return;       // the whole block leaves: no barrier follows
+
   float m = -INFINITY;
-  for (int i = lane; i < n_splits; i += 32) m = fmaxf(m, part_ml[i * n_rows + row].x);
+  for (int i = threadIdx.x; i < n_splits; i += kCombineThreads) m = fmaxf(m, part_ml[i * n_rows + row].x);
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) red_s[warp] = m;
+  __syncthreads();
+  m = red_s[0];
+#pragma unroll
+  for (int w = 1; w < kCombineWarps; ++w) m = fmaxf(m, red_s[w]);
+  __syncthreads();  // red_s is reused for the denominator
+
   float l = 0.0f;
-  for (int i = lane; i < n_splits; i += 32) {
+  for (int i = threadIdx.x; i < n_splits; i += kCombineThreads) {
     const float2 ml = part_ml[i * n_rows + row];
     // An empty slice (m = -inf) has weight 0 and its sums were never written: it is skipped below.
     const float w = (m == -INFINITY || ml.x == -INFINITY) ? 0.0f : expf(ml.x - m);
-    w_s[i] = w;
-    l += w * ml.y;
+    weight_s[i] = w;
+    l = fmaf(w, ml.y, l);
   }
   for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-  __syncwarp();
+  if (lane == 0) red_s[warp] = l;
+  __syncthreads();
+  l = ((red_s[0] + red_s[1]) + (red_s[2] + red_s[3])) + ((red_s[4] + red_s[5]) + (red_s[6] + red_s[7]));
 
-  constexpr int kVec = D / 4;                 // float4 per row
-  constexpr int kPer = (kVec + 31) / 32;      // float4 this lane owns: lane + 32 k below kVec
   float4 acc[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) acc[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   const float4* src = reinterpret_cast<const float4*>(part_acc);
-  for (int i0 = 0; i0 < n_splits; i0 += kInFlight) {
+  for (int i0 = warp; i0 < n_splits; i0 += kCombineWarps * kInFlight) {
     float4 x[kInFlight][kPer];
     float w[kInFlight];
 #pragma unroll
     for (int j = 0; j < kInFlight; ++j) {
-      const int i = i0 + j;
-      w[j] = i < n_splits ? w_s[i] : 0.0f;
+      const int i = i0 + j * kCombineWarps;
+      w[j] = i < n_splits ? weight_s[i] : 0.0f;
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
         const int c = lane + 32 * k;
@@ -305,17 +319,19 @@ __global__ void __launch_bounds__(kCombineWarps * 32) combine_kernel(const float
       }
     }
   }
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
-  float* dst = out + row * D;  // out need not be 16-byte aligned: four scalar stores
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int c = lane + 32 * k;
-    if (c < kVec) {
-      dst[4 * c] = acc[k].x * inv;
-      dst[4 * c + 1] = acc[k].y * inv;
-      dst[4 * c + 2] = acc[k].z * inv;
-      dst[4 * c + 3] = acc[k].w * inv;
-    }
+    if (c < kVec) sum_s[warp][c] = acc[k];
+  }
+  __syncthreads();
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a query that sees no key gets zeros
+  float* dst = out + row * D;  // out need not be 16-byte aligned: scalar stores
+  for (int e = threadIdx.x; e < D; e += kCombineThreads) {
+    const float* v = reinterpret_cast<const float*>(&sum_s[0][0]) + e;
+    constexpr int S = kVec * 4;  // floats between two warps' sums
+    const float total = ((v[0] + v[S]) + (v[2 * S] + v[3 * S])) + ((v[4 * S] + v[5 * S]) + (v[6 * S] + v[7 * S]));
+    dst[e] = total * inv;
   }
 }
 
@@ -338,8 +354,8 @@ Status combine(const SplitAttentionArgs& a, cudaStream_t stream) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: more key splits than the combine holds");
   }
   const int64_t n_rows = static_cast<int64_t>(a.layout.n_tokens) * a.n_head;
-  combine_kernel<D><<<static_cast<unsigned>((n_rows + kCombineWarps - 1) / kCombineWarps), kCombineWarps * 32, 0,
-                      stream>>>(a.part_ml, a.part_acc, a.n_splits, n_rows, a.out);
+  combine_kernel<D><<<static_cast<unsigned>(n_rows), kCombineThreads, 0, stream>>>(a.part_ml, a.part_acc, a.n_splits,
+                                                                                   n_rows, a.out);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }
