@@ -337,15 +337,10 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float2* 
 
 template <int D>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
-  const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
-  const size_t smem = shared_layout<D>(a.rows_per_tile * a.group, a.rows_per_tile).total;
   static std::atomic<uint64_t> smem_set{0};
-  const size_t max_smem = shared_layout<D>(split_max_queries(D), kMaxRows).total;
-  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(split_attention_kernel<D>, max_smem, &smem_set));
-  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
-  split_attention_kernel<D><<<grid, kThreads, smem, stream>>>(a);
-  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return launch_split_combine(a, stream);
+  return launch_on_split_grid(split_attention_kernel<D>, kThreads,
+                              shared_layout<D>(a.rows_per_tile * a.group, a.rows_per_tile).total,
+                              shared_layout<D>(split_max_queries(D), kMaxRows).total, &smem_set, a, stream);
 }
 
 template <int D>

@@ -238,15 +238,10 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const SplitA
 
 template <int D>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
-  const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
-  const size_t smem = layout_for<D>(a.rows_per_tile * a.group, a.rows_per_tile).total;
   static std::atomic<uint64_t> smem_set{0};
-  const size_t max_smem = layout_for<D>(kMaxQ, kMaxRows).total;
-  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(decode_attention_kernel<D>, max_smem, &smem_set));
-  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
-  decode_attention_kernel<D><<<grid, kThreads, smem, stream>>>(a);
-  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return launch_split_combine(a, stream);
+  return launch_on_split_grid(decode_attention_kernel<D>, kThreads,
+                              layout_for<D>(a.rows_per_tile * a.group, a.rows_per_tile).total,
+                              layout_for<D>(kMaxQ, kMaxRows).total, &smem_set, a, stream);
 }
 
 }  // namespace

@@ -291,13 +291,9 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
 
 template <int D, int MT>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
-  const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
   static std::atomic<uint64_t> smem_set{0};
-  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(decode_mma_kernel<D, MT>, Geo<D, MT>::kSmem, &smem_set));
-  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
-  decode_mma_kernel<D, MT><<<grid, kThreads, Geo<D, MT>::kSmem, stream>>>(a);
-  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return launch_split_combine(a, stream);
+  using G = Geo<D, MT>;
+  return launch_on_split_grid(decode_mma_kernel<D, MT>, kThreads, G::kSmem, G::kSmem, &smem_set, a, stream);
 }
 
 }  // namespace

@@ -223,11 +223,8 @@ __global__ void __launch_bounds__(kThreads) warp_decode_attention_kernel(const S
 
 template <int D, int NQ>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv),
-                  static_cast<unsigned>(a.layout.n_tokens));
-  warp_decode_attention_kernel<D, NQ><<<grid, kThreads, 0, stream>>>(a);
-  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return launch_split_combine(a, stream);
+  // One token per block: rows_per_tile is 1 (the plan's), so the split grid's z is n_tokens.
+  return launch_on_split_grid(warp_decode_attention_kernel<D, NQ>, kThreads, 0, 0, nullptr, a, stream);
 }
 
 template <int D>

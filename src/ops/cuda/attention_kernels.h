@@ -67,15 +67,30 @@ Status allow_dynamic_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t>* do
   return {};
 }
 
+Status launch_split_combine(const SplitAttentionArgs& a, cudaStream_t stream);
+
+// Launches `kernel` over the split-K grid (n_splits, n_head_kv, ceil(n_tokens / rows_per_tile)) with `smem`
+// bytes of dynamic shared memory (the limit raised once to max_smem, the kernel's largest launch), then the
+// combine. For .cu files (a kernel launch).
+template <typename Kernel>
+Status launch_on_split_grid(Kernel kernel, int threads, size_t smem, size_t max_smem, std::atomic<uint64_t>* smem_set,
+                            const SplitAttentionArgs& a, cudaStream_t stream) {
+  if (max_smem > 0) SAKER_RETURN_IF_ERROR(allow_dynamic_smem(kernel, max_smem, smem_set));
+  const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
+  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
+  kernel<<<grid, threads, smem, stream>>>(a);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return launch_split_combine(a, stream);
+}
+
 // Split-K attention (+ the combine kernel when n_splits > 1). Correct for every mask and batch shape.
 Status launch_split_attention(const SplitAttentionArgs& a, cudaStream_t stream);
 
 // Most splits the combine merges.
 constexpr int32_t kCombineMaxSplits = 1024;
 
-// The combine step of split-K: out[t, h] from the n_splits partials (the (m, l) pairs and, for slices with
-// m > -inf, the unnormalised sums). No-op when n_splits == 1.
-Status launch_split_combine(const SplitAttentionArgs& a, cudaStream_t stream);
+// The combine step of split-K (declared above): out[t, h] from the n_splits partials (the (m, l) pairs and,
+// for slices with m > -inf, the unnormalised sums). No-op when n_splits == 1.
 
 // Decode attention: grid (n_splits, n_head_kv, ceil(n_tokens / rows_per_tile)), rows_per_tile * group <=
 // kDecodeMaxQueries; each block streams one slice of decode_key_tile(head_dim) keys per round into shared

@@ -113,13 +113,8 @@ __global__ void __launch_bounds__(kThreads) verify_attention_kernel(const SplitA
 
 template <int D>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
-  const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
   static std::atomic<uint64_t> smem_set{0};
-  SAKER_RETURN_IF_ERROR(allow_dynamic_smem(verify_attention_kernel<D>, Geo<D>::kSmem, &smem_set));
-  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
-  verify_attention_kernel<D><<<grid, kThreads, Geo<D>::kSmem, stream>>>(a);
-  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return launch_split_combine(a, stream);
+  return launch_on_split_grid(verify_attention_kernel<D>, kThreads, Geo<D>::kSmem, Geo<D>::kSmem, &smem_set, a, stream);
 }
 
 }  // namespace
