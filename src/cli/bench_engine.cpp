@@ -50,6 +50,7 @@ struct RunFigures {
   int64_t decode_tokens = 0;   // tokens decided after that step
   int64_t generated = 0;       // every generated token
   int64_t steps = 0, step_tokens = 0, preemptions = 0;
+  int64_t undrafted_steps = 0;  // steps the speculation cost policy held drafts back
   std::vector<double> ttft_ms;
   std::vector<std::vector<int32_t>> prompts, outputs;  // per request
   DraftStats drafts;                                   // summed over the requests (speculating runs)
@@ -175,6 +176,7 @@ Result<RunFigures> run_once(Engine& engine, const Level& l, std::vector<std::vec
   f.steps = after.steps - before.steps;
   f.step_tokens = after.step_tokens - before.step_tokens;
   f.preemptions = after.preemptions - before.preemptions;
+  f.undrafted_steps = after.undrafted_steps - before.undrafted_steps;
   f.prompts = std::move(prompts);
   for (Request& r : reqs) {
     f.outputs.push_back(std::move(r.output));
@@ -186,6 +188,7 @@ Result<RunFigures> run_once(Engine& engine, const Level& l, std::vector<std::vec
 struct ReplayRow {
   double mean_commit = 0;
   double decode_tps = 0, tokens_per_verify = 0;
+  int64_t steps = 0, undrafted_steps = 0;  // summed over the timed runs
   bool exact = true;
 };
 
@@ -203,6 +206,7 @@ Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, con
   EngineOptions eo = engine_options(l, a);
   eo.n_ctx += a.max_draft + 1;  // a verify block may reach past the last generated token
   eo.adaptive_drafts = false;   // always the whole block: the acceptance is the proposer's to set
+  eo.speculation_cost_policy = !a.always_speculate;
   eo.proposer = [refs, mean_commit, max_draft = a.max_draft, n_vocab]() -> Result<std::unique_ptr<Proposer>> {
     SAKER_ASSIGN_OR_RETURN(auto p, spec::ReplayProposer::create(refs, mean_commit, max_draft, n_vocab));
     return std::unique_ptr<Proposer>(std::move(p));
@@ -221,10 +225,13 @@ Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, con
   for (const RunFigures& f : runs) {
     tps.push_back(f.decode_tps());
     all.merge(f.drafts);
+    row.steps += f.steps;
+    row.undrafted_steps += f.undrafted_steps;
     row.exact = row.exact && f.outputs == plain.outputs;
     runs_json->push_back({{"mean_commit", mean_commit}, {"decode_ms", f.decode_ms}, {"decode_tokens", f.decode_tokens},
                           {"decode_tokens_per_s", f.decode_tps()}, {"verify_steps", f.drafts.verify_steps},
                           {"committed_tokens", f.drafts.committed_tokens}, {"steps", f.steps},
+                          {"undrafted_steps", f.undrafted_steps},
                           {"same_tokens_as_plain", f.outputs == plain.outputs}});
   }
   row.decode_tps = median_of(std::move(tps));
@@ -347,7 +354,9 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                  r->exact ? "" : ", tokens differ from plain decoding");
       replay_rows.push_back({{"mean_commit", L}, {"max_draft", a.max_draft}, {"decode_tokens_per_s", r->decode_tps},
                              {"relative_to_plain", r->decode_tps / s.decode_tps},
-                             {"tokens_per_verify_step", r->tokens_per_verify}, {"same_tokens_as_plain", r->exact}});
+                             {"tokens_per_verify_step", r->tokens_per_verify}, {"same_tokens_as_plain", r->exact},
+                             {"cost_policy", !a.always_speculate}, {"steps", r->steps},
+                             {"undrafted_steps", r->undrafted_steps}});
     }
     rows.push_back({{"concurrency", n},
                     {"prompt_tokens", l.p},
@@ -381,11 +390,12 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                s.tokens_per_step);
   }
   if (!replay_table.empty()) {
-    fmt::print("\n| N | spec | decode tok/s | x plain | tokens / verify step | same tokens as plain |\n|---|---|---|---|---|---|\n");
+    fmt::print("\n| N | spec | decode tok/s | x plain | tokens / verify step | steps without drafts | same tokens as "
+               "plain |\n|---|---|---|---|---|---|---|\n");
     for (const ReplaySummary& r : replay_table) {
-      fmt::print("| {} | replay:{} (block {}) | {:.1f} | {:.2f} | {:.2f} | {} |\n", r.n, r.row.mean_commit,
-                 a.max_draft + 1, r.row.decode_tps, r.row.decode_tps / r.plain_tps, r.row.tokens_per_verify,
-                 r.row.exact ? "yes" : "no");
+      fmt::print("| {} | replay:{} (block {}{}) | {:.1f} | {:.2f} | {:.2f} | {} of {} | {} |\n", r.n, r.row.mean_commit,
+                 a.max_draft + 1, a.always_speculate ? ", always" : "", r.row.decode_tps, r.row.decode_tps / r.plain_tps,
+                 r.row.tokens_per_verify, r.row.undrafted_steps, r.row.steps, r.row.exact ? "yes" : "no");
     }
   }
   return rows;

@@ -46,6 +46,7 @@ struct EngineBenchArgs {
   uint64_t seed = 1234;              // prompt token ids
   std::vector<double> replay;        // mean tokens committed per verify step (L) to replay at; empty: none
   int32_t max_draft = 15;            // drafts per replay verify step (a block of max_draft + 1 rows)
+  bool always_speculate = false;     // replay runs without EngineOptions::speculation_cost_policy
 };
 
 // Prefix cache: time to first token of a request whose first `prefix_tokens` tokens an earlier request already

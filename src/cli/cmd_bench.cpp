@@ -357,6 +357,9 @@ Command make_bench_command() {
                       "tokens on average (the machinery's cost at that acceptance; drafts cost nothing); reports "
                       "decode tok/s against plain decoding and whether the tokens are the same (default "
                       "concurrency 1)");
+        s->add_flag("--always-speculate", a->engine.always_speculate,
+                    "With --spec replay: draft in every step (by default the measured step times decide, as in run "
+                    "and serve)");
         s->add_option("--draft-max", a->engine.max_draft, "With --spec replay: drafts per verify step (block - 1)")
             ->check(CLI::Range(1, 63))
             ->capture_default_str();

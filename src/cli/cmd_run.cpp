@@ -121,6 +121,7 @@ int run(const RunArgs& a) {
     if (!maker.ok()) return fail(maker.status().to_string());
     if (*maker) eo.proposer = [maker = *maker, n_ctx] { return maker(n_ctx); };
     eo.adaptive_drafts = !a.spec.fixed_draft;
+    eo.speculation_cost_policy = !a.spec.always_speculate;
     auto g = EngineGenerator::create(*lm.model, lm.tokenizer.get(), eo);
     if (!g.ok()) return fail(g.status().to_string());
     gen = std::move(g).value();

@@ -67,6 +67,7 @@ int run(ServeArgs a) {
     SAKER_ASSIGN_OR_RETURN(m.make_proposer,
                            make_proposer_maker(a.spec, {m.weights, m.model.get(), m.tokenizer.get()}, ops));
     m.adaptive_drafts = !a.spec.fixed_draft;
+    m.speculation_cost_policy = !a.spec.always_speculate;
     return m;
   };
   return server::run_server(a.server, loader, &g_stop);

@@ -38,6 +38,10 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
                 "Always draft the longest chain (--draft-max, the drafter's block); by default each request's chain "
                 "is as long as its recent acceptance earns: two longer after a fully accepted draft, the accepted "
                 "length plus one after a rejection (trees, --draft-tree, keep their depth)");
+  app->add_flag("--always-speculate", a->always_speculate,
+                "Draft in every step; by default a step drafts only where the measured step times say the drafts "
+                "commit more tokens per second than a plain step (at high concurrency or low acceptance "
+                "speculation stands down; the output is the same either way)");
   app->add_option("--ngram-min", a->ngram_min, "With --spec ngram: shortest n-gram that may match")
       ->check(CLI::Range(1, 64))
       ->capture_default_str()

@@ -27,6 +27,7 @@ struct SpeculationArgs {
   int32_t draft_max = 0;    // with --spec ngram or --draft-model: most tokens drafted per step (0: 8)
   int32_t ngram_min = 2, ngram_max = 4;
   bool fixed_draft = false;  // always draft the most (no DraftPolicy)
+  bool always_speculate = false;  // draft in every step (no StepCost policy)
 
   static constexpr int32_t kDefaultDraftMax = 8;
   int32_t draft_len() const { return draft_max > 0 ? draft_max : kDefaultDraftMax; }

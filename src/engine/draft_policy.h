@@ -14,13 +14,19 @@ class DraftPolicy {
  public:
   // max_depth: the deepest draft the proposer makes (Proposer::max_nodes for a chain). adaptive false: always
   // max_depth.
-  DraftPolicy(int64_t max_depth, bool adaptive) : max_(std::max<int64_t>(1, max_depth)), depth_(max_), adaptive_(adaptive) {}
+  DraftPolicy(int64_t max_depth, bool adaptive)
+      : max_(std::max<int64_t>(1, max_depth)), depth_(max_), adaptive_(adaptive), accepted_(0.5 * static_cast<double>(max_)) {}
 
   int64_t depth() const { return depth_; }
+  // Drafts a verify step is expected to get accepted: a moving average of the recent ones (half the most
+  // before any), what StepCost weighs a draft's rows against.
+  double expected_accepted() const { return accepted_; }
 
   // After a verify: the draft was `proposed` deep and the target accepted `accepted` of its tokens in a row.
   void record(int64_t proposed, int64_t accepted) {
-    if (!adaptive_ || proposed <= 0) return;
+    if (proposed <= 0) return;
+    accepted_ += 0.3 * (static_cast<double>(accepted) - accepted_);
+    if (!adaptive_) return;
     // A draft shorter than the depth (a proposer that ran out, a step with little room) that was accepted
     // whole says nothing against the depth: grow from the larger of the two.
     depth_ = accepted >= proposed ? std::min(max_, std::max(depth_, proposed) + 2)
@@ -31,6 +37,7 @@ class DraftPolicy {
   int64_t max_;
   int64_t depth_;
   bool adaptive_;
+  double accepted_;
 };
 
 }  // namespace saker

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 
 #include "core/log.h"
@@ -43,7 +44,8 @@ Engine::Engine(Model& model, const text::Tokenizer* tokenizer, const EngineOptio
       tokenizer_(tokenizer),
       options_(options),
       pool_(std::move(pool)),
-      scheduler_(*pool_, SchedulerOptions{options.max_seqs, options.step_tokens, options.prefill_chunk}),
+      scheduler_(*pool_, SchedulerOptions{options.max_seqs, options.step_tokens, options.prefill_chunk,
+                                          options.speculation_cost_policy}),
       runner_(model, *pool_) {}
 
 Engine::~Engine() {
@@ -151,7 +153,16 @@ Result<bool> Engine::step() {
     if (g.seq->proposer) taps = g.seq->proposer->tap_layers();  // one drafter configuration per engine
   }
   StepOutput out;
+  // StepCost learns what decode and verify steps cost; a step with a prefill chunk (or the first steps'
+  // warm-up) would teach it a width's price wrong.
+  const bool decode_only = std::all_of(batch_.segments.begin(), batch_.segments.end(),
+                                       [](const BatchSegment& g) { return g.n == 1 || g.tree; });
+  const auto t0 = std::chrono::steady_clock::now();
   const Status st = runner_.run(batch_, need_logits, taps, &out);
+  if (st.ok() && decode_only) {
+    scheduler_.step_cost().record(
+        batch_.n_tokens(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
   ++steps_;
   step_tokens_ += batch_.n_tokens();
   if (!st.ok()) {
@@ -320,6 +331,7 @@ void Engine::publish_stats() {
   s.steps = steps_;
   s.step_tokens = step_tokens_;
   s.preemptions = scheduler_.n_preemptions();
+  s.undrafted_steps = scheduler_.n_undrafted_steps();
   s.pool = pool_->stats();
   std::lock_guard lock(mutex_);
   stats_ = s;

@@ -49,6 +49,11 @@ struct EngineOptions {
   // Each speculating sequence drafts a chain as long as its recent acceptance earns (DraftPolicy; trees keep
   // their depth); false: always the proposer's most.
   bool adaptive_drafts = true;
+  // Drafts ride in a step only where the measured step times say they commit more tokens per millisecond
+  // than the plain step would (StepCost: speculation stands down at high concurrency or low acceptance).
+  // The tokens are plain decoding's either way. Off by default here (tests pin what drafts); the CLI turns
+  // it on.
+  bool speculation_cost_policy = false;
 };
 
 struct EngineStats {
@@ -57,6 +62,7 @@ struct EngineStats {
   int64_t steps = 0;
   int64_t step_tokens = 0;         // tokens fed over all steps
   int64_t preemptions = 0;
+  int64_t undrafted_steps = 0;     // steps in which the cost policy held speculating sequences' drafts back
   KvPoolStats pool;
 };
 

@@ -112,6 +112,27 @@ bool Scheduler::admit_next(int64_t budget) {
   return true;
 }
 
+bool Scheduler::drafts_pay(int64_t budget) {
+  int64_t decoding = 0, drafts = 0;
+  double accepted = 0;
+  bool any = false;
+  for (const auto& r : running_) {
+    const Sequence& s = *r;
+    if (s.n_pending() != 1) continue;
+    ++decoding;
+    if (!s.proposer) continue;
+    any = true;
+    const int64_t d = std::min<int64_t>(s.draft_policy.depth(), std::max<int64_t>(0, s.n_ctx - s.n_cached - 1));
+    drafts += d;
+    accepted += std::min(static_cast<double>(d), s.draft_policy.expected_accepted());
+  }
+  if (!any) return true;
+  drafts = std::min(drafts, std::max<int64_t>(0, budget - decoding));
+  const bool pays = step_cost_.drafting_pays(decoding, drafts, accepted);
+  if (!pays) ++n_undrafted_steps_;
+  return pays;
+}
+
 Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>* finished) {
   batch->clear();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
@@ -133,6 +154,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
     }
   }
 
+  const bool draft = !options_.cost_policy || drafts_pay(options_.step_tokens);
   for (;;) {
     int64_t budget = options_.step_tokens;
     // Decode tokens first, oldest sequence first; a token that finds no page preempts the newest sequence.
@@ -140,7 +162,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence* s = running_[i].get();
       if (s->n_pending() != 1) continue;
-      if (s->proposer && budget > 1) {
+      if (s->proposer && draft && budget > 1) {
         // A speculating sequence: its drafts ride in the same step, when they fit the budget and the pool.
         // room: draft nodes the step and the context can take; the depth (a chain's length) is the policy's.
         const int64_t room = std::min<int64_t>(budget - 1, s->n_ctx - s->n_cached - 1);

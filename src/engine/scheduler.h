@@ -22,6 +22,7 @@
 #include "engine/batch.h"
 #include "engine/kv_pool.h"
 #include "engine/sequence.h"
+#include "engine/step_cost.h"
 
 namespace saker {
 
@@ -29,6 +30,7 @@ struct SchedulerOptions {
   int32_t max_seqs = 4;          // sequences running at once
   int64_t step_tokens = 0;       // tokens per step; 0: 4 x prefill_chunk + max_seqs
   int32_t prefill_chunk = 512;   // prompt tokens one sequence feeds per step
+  bool cost_policy = false;      // speculating sequences draft only in steps where StepCost says it pays
 };
 
 class Scheduler {
@@ -49,6 +51,10 @@ class Scheduler {
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int64_t n_preemptions() const { return n_preemptions_; }
   const SchedulerOptions& options() const { return options_; }
+  // Measured step times (the engine records every step's); with cost_policy, whether drafts ride in a step.
+  StepCost& step_cost() { return step_cost_; }
+  // Steps in which cost_policy held every speculating sequence's drafts back.
+  int64_t n_undrafted_steps() const { return n_undrafted_steps_; }
   // Every running sequence holds pages for its cached tokens; the pool's counts equal the owners the tables
   // name (the prefix cache aside); waiting sequences hold none; the pool itself is consistent.
   Status validate() const;
@@ -66,6 +72,10 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
   int64_t next_admission_ = 0;
   int64_t n_preemptions_ = 0;
+  StepCost step_cost_;
+  int64_t n_undrafted_steps_ = 0;
+  // Whether this step's speculating sequences draft (cost_policy), from their depths and acceptance.
+  bool drafts_pay(int64_t budget);
 };
 
 }  // namespace saker

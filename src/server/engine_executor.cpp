@@ -91,6 +91,7 @@ ExecutorStats EngineExecutor::stats() const {
   s.preemptions = e.preemptions;
   s.engine_steps = e.steps;
   s.engine_step_tokens = e.step_tokens;
+  s.undrafted_steps = e.undrafted_steps;
   return s;
 }
 

@@ -74,6 +74,7 @@ struct ExecutorStats {
   int64_t preemptions = 0;
   int64_t engine_steps = 0;
   int64_t engine_step_tokens = 0;
+  int64_t undrafted_steps = 0;  // steps in which the speculation cost policy held drafts back
 };
 
 class Executor {

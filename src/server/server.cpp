@@ -385,6 +385,7 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
     eo.cache_ram_bytes = static_cast<uint64_t>(options.cache_ram_gb * (1ull << 30));
     if (s.served.make_proposer) eo.proposer = [&s, n_ctx] { return s.served.make_proposer(n_ctx); };
     eo.adaptive_drafts = s.served.adaptive_drafts;
+    eo.speculation_cost_policy = s.served.speculation_cost_policy;
     auto engine = EngineExecutor::create(*s.served.model, s.served.tokenizer.get(), eo, &s.metrics);
     if (!engine.ok()) {
       SAKER_LOG_ERROR("{}", engine.status().to_string());

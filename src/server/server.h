@@ -60,6 +60,7 @@ struct ServedModel {
   // engine verifies its drafts inside each step. Null: plain decoding.
   std::function<Result<std::unique_ptr<Proposer>>(int64_t n_ctx)> make_proposer;
   bool adaptive_drafts = true;  // EngineOptions::adaptive_drafts
+  bool speculation_cost_policy = true;  // EngineOptions::speculation_cost_policy
 };
 
 using ModelLoader = std::function<Result<ServedModel>()>;

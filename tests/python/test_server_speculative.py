@@ -19,7 +19,7 @@ def servers(tmp_path_factory):
         pytest.skip("models/saker-mini is absent (package it with tools/train/package.py): test skipped")
     logs = tmp_path_factory.mktemp("server-logs")
     plain = Server(GGUF, "--device", "cpu", name="saker-mini", log_dir=logs)
-    spec = Server(GGUF, "--drafter", str(MINI / "drafter"), "--draft-tree", "16", "--parallel", "2",
+    spec = Server(GGUF, "--drafter", str(MINI / "drafter"), "--draft-tree", "16", "--parallel", "2", "--always-speculate",
                   name="saker-mini", log_dir=logs)
     yield plain, spec
     plain.stop()
@@ -109,6 +109,7 @@ def test_metrics_count_verify_steps(servers):
     steps = m["saker_draft_verify_steps_total"]
     committed = m["saker_draft_committed_tokens_total"]
     assert steps > 0 and committed / steps > 1.0, (steps, committed)
+    assert m["saker_speculation_undrafted_steps_total"] == 0, m  # --always-speculate: no step stood down
 
 
 @pytest.mark.parametrize("proposer", [["--spec", "ngram"], ["--draft-model", str(GGUF), "--draft-max", "4"]])
@@ -116,7 +117,7 @@ def test_proposers_without_a_drafter_serve_the_same_answers(servers, tmp_path_fa
     """`saker serve --spec ngram` and `--draft-model FILE`: drafts verified in the batched step, the same
     answers as without, and the verify steps counted in /metrics."""
     plain, _ = servers
-    ngram = Server(GGUF, *proposer, "--parallel", "2", name="saker-mini",
+    ngram = Server(GGUF, *proposer, "--parallel", "2", "--always-speculate", name="saker-mini",
                    log_dir=tmp_path_factory.mktemp("server-logs"))
     try:
         for kwargs in (dict(temperature=0), dict(temperature=0.8, seed=5)):

@@ -1,0 +1,50 @@
+#pragma once
+// StepCost: what engine steps measurably cost by how many rows they feed, and whether a step's drafts pay.
+//
+// A verify step of R = D + drafts rows commits D + (accepted drafts) tokens; the plain step it replaces feeds
+// D rows and commits D. Speculating pays when the first yields more tokens per millisecond:
+//   (D + expected accepted) / t(R)  >=  D / t(D)
+// with t() the measured wall time of steps of that many rows (moving averages, interpolated between measured
+// row counts). On a GPU a 16-row step costs a few one-row steps, so drafts pay even at modest acceptance; on
+// a CPU, or with many streams already filling the matmuls, they often do not.
+//
+// Both sides must stay measured as contexts grow, while the decision runs only one of them: a width whose
+// figure is missing or older than kRefreshSteps recorded steps is measured again (a plain step when t(D) is
+// due, a drafting step when t(R) is). The first kWarmupSamples of a width are not used: they include
+// one-off costs (kernels loading, a CUDA graph's capture) that would price the width wrong for good.
+#include <cstdint>
+#include <map>
+#include <optional>
+
+namespace saker {
+
+class StepCost {
+ public:
+  static constexpr int kWarmupSamples = 2;
+  static constexpr int64_t kRefreshSteps = 64;
+
+  // A step of `rows` rows took `ms` (0 < ms).
+  void record(int64_t rows, double ms);
+  // The expected time of a step of `rows` rows: the measured average at that count, else interpolated linearly
+  // between the nearest measured counts below and above; nullopt when no count at or above `rows` was measured
+  // (a wider step than any seen) or none at all.
+  std::optional<double> estimate(int64_t rows) const;
+  // Whether drafting `drafts` rows that are expected to commit `expected_accepted` extra tokens pays in a step
+  // whose plain form feeds `plain_rows` rows (see the file comment): false while t(plain) is missing or due,
+  // true while the drafting width's figure is.
+  bool drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted) const;
+
+ private:
+  struct Width {
+    double ms = 0;          // moving average over the samples after the warm-up ones
+    int samples = 0;        // every sample, warm-up included
+    int64_t last_step = 0;  // steps_ when last sampled
+  };
+  static constexpr double kAlpha = 0.2;  // weight of the newest sample: follows contexts as they grow
+  bool fresh(const Width& w) const { return w.samples > kWarmupSamples && steps_ - w.last_step <= kRefreshSteps; }
+
+  std::map<int64_t, Width> widths_;  // rows -> its figures
+  int64_t steps_ = 0;                // samples recorded
+};
+
+}  // namespace saker

@@ -1,0 +1,68 @@
+// StepCost: measured step times by row count, and the decision whether a step's drafts pay.
+#include <gtest/gtest.h>
+
+#include "engine/step_cost.h"
+
+namespace saker {
+namespace {
+
+// Past the warm-up samples: `n` samples of `ms` at `rows`.
+void measure(StepCost& c, int64_t rows, double ms, int n = StepCost::kWarmupSamples + 1) {
+  for (int i = 0; i < n; ++i) c.record(rows, ms);
+}
+
+TEST(StepCost, AveragesAndInterpolatesMeasuredWidths) {
+  StepCost c;
+  EXPECT_FALSE(c.estimate(1).has_value());
+  c.record(1, 500.0);  // warm-up samples (a graph's capture, kernels loading) are not used
+  c.record(1, 400.0);
+  EXPECT_FALSE(c.estimate(1).has_value());
+  c.record(1, 10.0);
+  measure(c, 17, 26.0);
+  EXPECT_DOUBLE_EQ(*c.estimate(1), 10.0);
+  EXPECT_DOUBLE_EQ(*c.estimate(9), 18.0);    // halfway
+  EXPECT_FALSE(c.estimate(18).has_value());  // wider than anything measured
+  c.record(1, 20.0);                         // a moving average, not the last sample
+  EXPECT_GT(*c.estimate(1), 10.0);
+  EXPECT_LT(*c.estimate(1), 20.0);
+  c.record(0, 5.0);  // ignored
+  c.record(4, -1.0);
+  EXPECT_DOUBLE_EQ(*c.estimate(0), *c.estimate(1));  // below every measured width: the smallest's
+}
+
+TEST(StepCost, DraftsPayWhenTheyCommitMoreTokensPerMillisecond) {
+  StepCost gpu;  // a 16-row step costs 2.6 one-row steps
+  measure(gpu, 1, 3.3);
+  measure(gpu, 16, 8.6);
+  EXPECT_TRUE(gpu.drafting_pays(1, 15, 5.0));   // 6 tokens in 8.6 ms against 1 in 3.3
+  EXPECT_FALSE(gpu.drafting_pays(1, 15, 1.0));  // 2 tokens in 8.6 ms
+  StepCost cpu;  // a 16-row step costs nine one-row steps
+  measure(cpu, 1, 10.0);
+  measure(cpu, 16, 90.0);
+  EXPECT_FALSE(cpu.drafting_pays(1, 15, 5.0));
+  EXPECT_TRUE(cpu.drafting_pays(1, 15, 8.5));
+  EXPECT_FALSE(cpu.drafting_pays(1, 0, 3.0));  // nothing to draft
+}
+
+TEST(StepCost, MeasuresTheWidthsItLacksAndRefreshesOldOnes) {
+  StepCost c;
+  EXPECT_FALSE(c.drafting_pays(4, 28, 10.0));  // nothing measured: a plain step first
+  measure(c, 4, 10.0);
+  EXPECT_TRUE(c.drafting_pays(4, 28, 3.0));    // the verify width is unknown: draft to measure it
+  measure(c, 32, 30.0);
+  EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));   // 14 tokens in 30 ms against 4 in 10
+  EXPECT_FALSE(c.drafting_pays(4, 28, 3.0));   // 7 in 30 against 4 in 10
+  // Standing down, only plain steps are measured: after kRefreshSteps of them the verify width is due.
+  measure(c, 4, 10.0, static_cast<int>(StepCost::kRefreshSteps) + 1);
+  EXPECT_TRUE(c.drafting_pays(4, 28, 3.0));
+  c.record(32, 30.0);
+  EXPECT_FALSE(c.drafting_pays(4, 28, 3.0));
+  // Speculating, only verify steps are measured: then the plain width is due.
+  measure(c, 32, 30.0, static_cast<int>(StepCost::kRefreshSteps) + 1);
+  EXPECT_FALSE(c.drafting_pays(4, 28, 10.0));
+  c.record(4, 10.0);
+  EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));
+}
+
+}  // namespace
+}  // namespace saker
