@@ -112,8 +112,8 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch,
                (auto_choice && tiled_measured && L.n_tokens >= 128 && prefill_sized && auto_allows("notiled"));
   if (plan.tiled) return plan;
   if (fixed) {
-    // The tensor-core verify kernel unless f32 is asked for (or q cannot be read as float4, which a model's
-    // q inside its q|k|v rows always can); every width of one launch shape uses the same.
+    // The tensor-core flash-decoding kernel (kVerifyFixed) unless f32 is asked for (or q cannot be read as
+    // float4, which a model's q inside its q|k|v rows always can); every width of one launch shape uses it.
     const bool q_aligned = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
     plan.decode_mma = q_aligned && group <= 64 && launch.kernel != AttentionKernel::kSplitFixed &&
                       (launch.kernel == AttentionKernel::kVerifyFixed || auto_allows("fixedf32"));
