@@ -14,7 +14,7 @@
 //   SAKER_CACHE_DIR   folder `saker pull` keeps models in (default $XDG_CACHE_HOME/saker or ~/.cache/saker)
 //   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)
 //   SAKER_CUDA_ATTENTION comma-separated: "grid": automatic CUDA attention splits the keys to fill the GPU
-//                     (the bits of a row then depend on the batch) instead of fixed 256-key slices; with it,
+//                     (the bits of a row then depend on the batch) instead of fixed 128-key slices; with it,
 //                     "decode": the flash-decode kernel (kDecode) for 1-7 rows instead of split-K; "noverify":
 //                     never the verify kernel (kVerify); "warp": the warp decode kernel (kWarpDecode) for one
 //                     token per sequence. "notiled": never the tiled prefill kernel. Forced kernels are

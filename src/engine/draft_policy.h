@@ -21,6 +21,10 @@ class DraftPolicy {
   // Drafts a verify step is expected to get accepted: a moving average of the recent ones (half the most
   // before any), what StepCost weighs a draft's rows against.
   double expected_accepted() const { return accepted_; }
+  // Draft nodes a step is expected to bring: a moving average of what the proposer returned (an n-gram
+  // lookup often finds nothing), so the policy prices the rows that come, not the most that could.
+  double expected_drafts() const { return drafted_; }
+  void note_drafted(int64_t nodes) { drafted_ += 0.3 * (static_cast<double>(nodes) - drafted_); }
 
   // After a verify: the draft was `proposed` deep and the target accepted `accepted` of its tokens in a row.
   void record(int64_t proposed, int64_t accepted) {
@@ -38,6 +42,7 @@ class DraftPolicy {
   int64_t depth_;
   bool adaptive_;
   double accepted_;
+  double drafted_ = static_cast<double>(max_);
 };
 
 }  // namespace saker

@@ -123,6 +123,8 @@ void Engine::finish(std::unique_ptr<Sequence> seq, Result<GenerateResult> r) {
 }
 
 Result<bool> Engine::step() {
+  // StepCost's clock: the whole step, proposers' drafting (in schedule) and the verify walk included.
+  const auto t0 = std::chrono::steady_clock::now();
   take_inbox();
   std::vector<std::unique_ptr<Sequence>> finished;
   // Shutdown ends everything waiting or running with its own reason, so that the server can tell a request
@@ -153,16 +155,12 @@ Result<bool> Engine::step() {
     if (g.seq->proposer) taps = g.seq->proposer->tap_layers();  // one drafter configuration per engine
   }
   StepOutput out;
-  // StepCost learns what decode and verify steps cost; a step with a prefill chunk (or the first steps'
-  // warm-up) would teach it a width's price wrong.
+  // StepCost learns what decode and verify steps cost; a step with a prefill chunk would teach it a width's
+  // price wrong.
   const bool decode_only = std::all_of(batch_.segments.begin(), batch_.segments.end(),
                                        [](const BatchSegment& g) { return g.n == 1 || g.tree; });
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t rows = batch_.n_tokens();
   const Status st = runner_.run(batch_, need_logits, taps, &out);
-  if (st.ok() && decode_only) {
-    scheduler_.step_cost().record(
-        batch_.n_tokens(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
   ++steps_;
   step_tokens_ += batch_.n_tokens();
   if (!st.ok()) {
@@ -175,6 +173,10 @@ Result<bool> Engine::step() {
     return true;
   }
   postprocess(out);
+  if (decode_only) {
+    scheduler_.step_cost().record(
+        rows, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
   publish_stats();
   return true;
 }

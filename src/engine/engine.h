@@ -51,8 +51,8 @@ struct EngineOptions {
   bool adaptive_drafts = true;
   // Drafts ride in a step only where the measured step times say they commit more tokens per millisecond
   // than the plain step would (StepCost: speculation stands down at high concurrency or low acceptance).
-  // The tokens are plain decoding's either way. Off by default here (tests pin what drafts); the CLI turns
-  // it on.
+  // It decides only what is drafted, never a token: the output is what the same engine decides without it.
+  // Off by default here (tests pin what drafts); the CLI turns it on.
   bool speculation_cost_policy = false;
 };
 

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/log.h"
 
@@ -113,8 +114,8 @@ bool Scheduler::admit_next(int64_t budget) {
 }
 
 bool Scheduler::drafts_pay(int64_t budget) {
-  int64_t decoding = 0, drafts = 0;
-  double accepted = 0;
+  int64_t decoding = 0;
+  double expected_rows = 0, accepted = 0;
   bool any = false;
   for (const auto& r : running_) {
     const Sequence& s = *r;
@@ -122,12 +123,14 @@ bool Scheduler::drafts_pay(int64_t budget) {
     ++decoding;
     if (!s.proposer) continue;
     any = true;
-    const int64_t d = std::min<int64_t>(s.draft_policy.depth(), std::max<int64_t>(0, s.n_ctx - s.n_cached - 1));
-    drafts += d;
-    accepted += std::min(static_cast<double>(d), s.draft_policy.expected_accepted());
+    const double room = static_cast<double>(std::max<int64_t>(0, s.n_ctx - s.n_cached - 1));
+    const double d = std::min({static_cast<double>(s.draft_policy.depth()), s.draft_policy.expected_drafts(), room});
+    expected_rows += d;
+    accepted += std::min(d, s.draft_policy.expected_accepted());
   }
   if (!any) return true;
-  drafts = std::min(drafts, std::max<int64_t>(0, budget - decoding));
+  const int64_t drafts =
+      std::min<int64_t>(std::llround(expected_rows), std::max<int64_t>(0, budget - decoding));
   const bool pays = step_cost_.drafting_pays(decoding, drafts, accepted);
   if (!pays) ++n_undrafted_steps_;
   return pays;
@@ -176,6 +179,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
             SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
             s->drafts.clear();
           }
+          s->draft_policy.note_drafted(s->drafts.size());
         }
         if (s->drafts.size() > 0 && s->drafts.size() <= room &&
             pool_.reserve(&s->pages, s->n_cached + 1 + s->drafts.size()).ok()) {

@@ -10,7 +10,7 @@
 //
 // Both sides must stay measured as contexts grow, while the decision runs only one of them: a width whose
 // figure is missing or older than kRefreshSteps recorded steps is measured again (a plain step when t(D) is
-// due, a drafting step when t(R) is). The first kWarmupSamples of a width are not used: they include
+// due, a drafting step when no drafting width is fresh). Step times include the proposers' own work. The first kWarmupSamples of a width are not used: they include
 // one-off costs (kernels loading, a CUDA graph's capture) that would price the width wrong for good.
 #include <cstdint>
 #include <map>
@@ -30,8 +30,9 @@ class StepCost {
   // (a wider step than any seen) or none at all.
   std::optional<double> estimate(int64_t rows) const;
   // Whether drafting `drafts` rows that are expected to commit `expected_accepted` extra tokens pays in a step
-  // whose plain form feeds `plain_rows` rows (see the file comment): false while t(plain) is missing or due,
-  // true while the drafting width's figure is.
+  // whose plain form feeds `plain_rows` rows (see the file comment): false while t(plain) is missing or due;
+  // t(plain + drafts) from the fresh drafting widths (interpolated, or extrapolated past the widest: drafts
+  // rarely come in the exact numbers predicted), true while none is fresh.
   bool drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted) const;
 
  private:
@@ -42,6 +43,7 @@ class StepCost {
   };
   static constexpr double kAlpha = 0.2;  // weight of the newest sample: follows contexts as they grow
   bool fresh(const Width& w) const { return w.samples > kWarmupSamples && steps_ - w.last_step <= kRefreshSteps; }
+  std::optional<double> fresh_estimate(int64_t rows, int64_t plain_rows, double plain_ms) const;
 
   std::map<int64_t, Width> widths_;  // rows -> its figures
   int64_t steps_ = 0;                // samples recorded

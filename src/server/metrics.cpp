@@ -117,8 +117,8 @@ std::string Metrics::render(const ExecutorStats& e, bool ready) const {
       "# TYPE saker_engine_steps_total counter\nsaker_engine_steps_total {}\n"
       "# HELP saker_engine_step_tokens_total Tokens fed to the model over all engine steps.\n"
       "# TYPE saker_engine_step_tokens_total counter\nsaker_engine_step_tokens_total {}\n"
-      "# HELP saker_speculation_undrafted_steps_total Engine steps in which speculating requests drafted nothing "
-      "because the measured step times said plain decoding was faster.\n"
+      "# HELP saker_speculation_undrafted_steps_total Engine steps in which the speculation cost policy held "
+      "speculating requests' drafts back (plain decoding measured faster, or a plain step due for measuring).\n"
       "# TYPE saker_speculation_undrafted_steps_total counter\nsaker_speculation_undrafted_steps_total {}\n",
       e.prefix_lookup_tokens, e.prefix_hit_tokens, e.prefix_host_hit_tokens, hit_ratio,
       e.kv_pages_cached * e.kv_page_tokens, e.host_cached_pages, e.kv_pages_total, e.kv_pages_free, e.preemptions,

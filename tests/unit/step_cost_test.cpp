@@ -64,5 +64,17 @@ TEST(StepCost, MeasuresTheWidthsItLacksAndRefreshesOldOnes) {
   EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));
 }
 
+TEST(StepCost, PricesDraftingWidthsItHasNotSeenFromTheOnesItHas) {
+  // Drafts rarely come in the predicted number: a width between two measured ones is interpolated, one past
+  // the widest is extrapolated from the plain width through it.
+  StepCost c;
+  measure(c, 1, 3.3);
+  measure(c, 8, 5.0);
+  EXPECT_TRUE(c.drafting_pays(1, 15, 5.0));   // t(16) ~ 3.3 + 15/7 x 1.7 = 6.9 ms: 6 tokens against 1 in 3.3
+  EXPECT_FALSE(c.drafting_pays(1, 15, 0.5));  // 1.5 tokens in 6.9 ms
+  measure(c, 32, 9.0);
+  EXPECT_TRUE(c.drafting_pays(1, 15, 3.0));   // between 8 and 32: 6.6 ms for 4 tokens
+}
+
 }  // namespace
 }  // namespace saker

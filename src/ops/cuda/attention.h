@@ -38,7 +38,7 @@ enum class AttentionKernel : uint8_t {
                 // barrier (head_dim 64/128/256, GQA group <= 8; otherwise kSplitK). Not chosen by kAuto.
   kSplitFixed,   // kSplitK over fixed slices of kFixedSplitKeys absolute key slots: a query's output is the
                  // same bits whatever else is in the batch
-  kVerifyFixed,  // tensor-core flash-decoding over the same fixed slices (the four warps of a block split
+  kVerifyFixed,  // tensor-core flash-decoding over the same fixed slices (the eight warps of a block split
                  // each 64-key tile), equally batch-independent: kAuto's choice for decode and verify (needs
                  // q 16-byte aligned and a GQA group of at most 64, else kSplitFixed)
 };
@@ -53,7 +53,8 @@ int32_t fixed_split_max_ctx(int32_t head_dim);
 
 // kAuto: kTiled for prefill-sized batches (sequences bring more than 64 rows on average), kVerifyFixed
 // otherwise, so that decode rows and speculative verify rows (up to 64 of a sequence) give the same bits
-// alone or batched. A decode row inside a prefill-sized batch takes the tiled kernel's numbers.
+// alone or batched. A decode row inside a prefill-sized batch takes the tiled kernel's numbers, and a step
+// whose fixed-slice partials would pass 512 MiB (many rows at a long capacity) takes the grid plan.
 // The switch SAKER_CUDA_ATTENTION (core/env.h) changes the automatic choices: "fixedf32" (kSplitFixed instead
 // of kVerifyFixed: f32 scores and weights, slower at several rows), "grid" (the previous choice,
 // whose splits fill the GPU and so depend on the batch: kVerify when a sequence brings >= 32 query vectors

@@ -16,7 +16,8 @@
 // occupies, on the other rows or on MT; the float steps around the mma are spelled with explicit
 // round-to-nearest intrinsics so that no instantiation contracts them differently. Output: the normalised
 // rows (one slice) or (m, l, sums) partials for the combine kernel, exactly as the split-K kernels write
-// them. The slices (two tiles at head_dim <= 128) are loaded whole before their first tile is used.
+// them. K/V tiles stream through two cp.async stages: the next tile's loads are issued once every warp is
+// past the previous one (after the scores' barrier).
 #include <cfloat>
 
 #include "ops/cuda/attention_kernels.h"

@@ -30,6 +30,9 @@ struct Plan {
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
+// Most scratch the fixed slices may ask for before the automatic choice falls back to the grid plan.
+constexpr size_t kFixedMaxPartialBytes = size_t{512} << 20;
+
 int sm_count() {
   int dev = 0, n = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
@@ -112,16 +115,22 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch,
                (auto_choice && tiled_measured && L.n_tokens >= 128 && prefill_sized && auto_allows("notiled"));
   if (plan.tiled) return plan;
   if (fixed) {
-    // The tensor-core flash-decoding kernel (kVerifyFixed) unless f32 is asked for (or q cannot be read as
-    // float4, which a model's q inside its q|k|v rows always can); every width of one launch shape uses it.
-    const bool q_aligned = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
-    plan.decode_mma = q_aligned && group <= 64 && launch.kernel != AttentionKernel::kSplitFixed &&
-                      (launch.kernel == AttentionKernel::kVerifyFixed || auto_allows("fixedf32"));
-    plan.rows_per_tile = std::clamp(per_seq, 1, plan.decode_mma ? 64 / group : max_rows);
     plan.split_keys = fixed_split_keys(launch.head_dim);
     plan.n_splits = static_cast<int32_t>((std::max(launch.max_ctx, 1) + plan.split_keys - 1) / plan.split_keys);
     size_partials(plan, L, launch);
-    return plan;
+    // Fixed slices keep partials for every slice of the capacity and every token: a wide step at a long
+    // capacity (64 sequences x 16 verify rows at 65536 keys: 8.6 GB) would ask for more scratch than it is
+    // worth, so the automatic choice takes the grid plan below (whose rows' bits depend on the batch).
+    if (!auto_choice || plan.ml_bytes + plan.acc_bytes <= kFixedMaxPartialBytes) {
+      // The tensor-core flash-decoding kernel (kVerifyFixed) unless f32 is asked for (or q cannot be read as
+      // float4, which a model's q inside its q|k|v rows always can); every width of one launch shape uses it.
+      const bool q_aligned = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
+      plan.decode_mma = q_aligned && group <= 64 && launch.kernel != AttentionKernel::kSplitFixed &&
+                        (launch.kernel == AttentionKernel::kVerifyFixed || auto_allows("fixedf32"));
+      plan.rows_per_tile = std::clamp(per_seq, 1, plan.decode_mma ? 64 / group : max_rows);
+      return plan;
+    }
+    plan = Plan{};
   }
   // The verify kernel: one KV head's GQA group over up to 64 / group rows fills the 64 rows of its tiles.
   plan.verify = group <= 64 && (launch.kernel == AttentionKernel::kVerify ||

@@ -54,15 +54,7 @@ __global__ void __launch_bounds__(kThreads) verify_attention_kernel(const SplitA
     const int32_t seq = pass_seq, n_rows = pass_rows, nq = n_rows * group;
     for (int r = 0; r < n_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
     int32_t kb, ke;
-    if (a.split_keys > 0) {
-      // Fixed slices (kSplitFixed's): tiles at absolute multiples of kKeys, keys below the range as zeros, so
-      // a query meets its keys in the same tiles and slices whichever rows share the pass.
-      const int32_t s0 = split * a.split_keys;
-      kb = max(s0, pass_lo / kKeys * kKeys);
-      ke = min(pass_hi, s0 + a.split_keys);
-    } else {
-      attn_split_slice(pass_lo, pass_hi, a.n_splits, kKeys, split, &kb, &ke);
-    }
+    attn_split_slice(pass_lo, pass_hi, a.n_splits, kKeys, split, &kb, &ke);
 
     // Query vectors of this pass -> f16 smem (zeros for unused rows): vector m is token row m / group,
     // head g * group + m % group.
