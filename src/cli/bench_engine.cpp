@@ -195,22 +195,13 @@ struct ReplayRow {
 // The level's prompts again, every sequence replaying its plain continuation at acceptance L (see the header).
 Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, const Level& l, const EngineBenchArgs& a,
                              const RunFigures& plain, double mean_commit, nlohmann::json* runs_json) {
-  auto refs = std::make_shared<std::vector<std::vector<int32_t>>>();
-  for (size_t i = 0; i < plain.prompts.size(); ++i) {
-    std::vector<int32_t> r = plain.prompts[i];
-    r.insert(r.end(), plain.outputs[i].begin(), plain.outputs[i].end());
-    refs->push_back(std::move(r));
-  }
-  const int32_t n_vocab = static_cast<int32_t>(model.hparams().n_vocab);
-  SAKER_RETURN_IF_ERROR(spec::ReplayProposer::create(refs, mean_commit, a.max_draft, n_vocab).status());
   EngineOptions eo = engine_options(l, a);
+  SAKER_ASSIGN_OR_RETURN(eo.proposer, spec::ReplayProposer::factory(
+                                          spec::ReplayProposer::references(plain.prompts, plain.outputs),
+                                          mean_commit, a.max_draft, static_cast<int32_t>(model.hparams().n_vocab)));
   eo.n_ctx += a.max_draft + 1;  // a verify block may reach past the last generated token
   eo.adaptive_drafts = false;   // always the whole block: the acceptance is the proposer's to set
   eo.speculation_cost_policy = !a.always_speculate;
-  eo.proposer = [refs, mean_commit, max_draft = a.max_draft, n_vocab]() -> Result<std::unique_ptr<Proposer>> {
-    SAKER_ASSIGN_OR_RETURN(auto p, spec::ReplayProposer::create(refs, mean_commit, max_draft, n_vocab));
-    return std::unique_ptr<Proposer>(std::move(p));
-  };
   auto engine = Engine::create(model, tokenizer, eo);
   if (!engine.ok()) return engine.status();
   std::vector<RunFigures> runs;
@@ -227,12 +218,12 @@ Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, con
     all.merge(f.drafts);
     row.steps += f.steps;
     row.undrafted_steps += f.undrafted_steps;
-    row.exact = row.exact && f.outputs == plain.outputs;
+    const bool same = f.outputs == plain.outputs;
+    row.exact = row.exact && same;
     runs_json->push_back({{"mean_commit", mean_commit}, {"decode_ms", f.decode_ms}, {"decode_tokens", f.decode_tokens},
                           {"decode_tokens_per_s", f.decode_tps()}, {"verify_steps", f.drafts.verify_steps},
                           {"committed_tokens", f.drafts.committed_tokens}, {"steps", f.steps},
-                          {"undrafted_steps", f.undrafted_steps},
-                          {"same_tokens_as_plain", f.outputs == plain.outputs}});
+                          {"undrafted_steps", f.undrafted_steps}, {"same_tokens_as_plain", same}});
   }
   row.decode_tps = median_of(std::move(tps));
   row.tokens_per_verify = all.mean_accepted_length();

@@ -25,10 +25,10 @@ class StepCost {
 
   // A step of `rows` rows took `ms` (0 < ms).
   void record(int64_t rows, double ms);
-  // The expected time of a step of `rows` rows: the measured average at that count, else interpolated linearly
-  // between the nearest measured counts below and above; nullopt when no count at or above `rows` was measured
-  // (a wider step than any seen) or none at all.
-  std::optional<double> estimate(int64_t rows) const;
+  // The expected time of a step of `rows` rows from the widths measured lately (past their warm-up, within
+  // kRefreshSteps) at or above `floor`: the average at that count, else interpolated linearly between the
+  // nearest counts below and above (the smallest's below them all); nullopt past the widest or when none is.
+  std::optional<double> estimate(int64_t rows, int64_t floor = 0) const;
   // Whether drafting `drafts` rows that are expected to commit `expected_accepted` extra tokens pays in a step
   // whose plain form feeds `plain_rows` rows (see the file comment): false while t(plain) is missing or due;
   // t(plain + drafts) from the fresh drafting widths (interpolated, or extrapolated past the widest: drafts
@@ -43,7 +43,6 @@ class StepCost {
   };
   static constexpr double kAlpha = 0.2;  // weight of the newest sample: follows contexts as they grow
   bool fresh(const Width& w) const { return w.samples > kWarmupSamples && steps_ - w.last_step <= kRefreshSteps; }
-  std::optional<double> fresh_estimate(int64_t rows, int64_t plain_rows, double plain_ms) const;
 
   std::map<int64_t, Width> widths_;  // rows -> its figures
   int64_t steps_ = 0;                // samples recorded

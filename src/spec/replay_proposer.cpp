@@ -20,6 +20,26 @@ Result<std::unique_ptr<ReplayProposer>> ReplayProposer::create(
   return std::unique_ptr<ReplayProposer>(new ReplayProposer(std::move(references), mean_commit, max_draft, n_vocab));
 }
 
+std::shared_ptr<const ReplayProposer::References> ReplayProposer::references(const References& prompts,
+                                                                            const References& continuations) {
+  auto refs = std::make_shared<References>();
+  for (size_t i = 0; i < prompts.size() && i < continuations.size(); ++i) {
+    std::vector<int32_t> r = prompts[i];
+    r.insert(r.end(), continuations[i].begin(), continuations[i].end());
+    refs->push_back(std::move(r));
+  }
+  return refs;
+}
+
+Result<ProposerFactory> ReplayProposer::factory(std::shared_ptr<const References> references, double mean_commit,
+                                                int32_t max_draft, int32_t n_vocab) {
+  SAKER_RETURN_IF_ERROR(create(references, mean_commit, max_draft, n_vocab).status());
+  return ProposerFactory([references, mean_commit, max_draft, n_vocab]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(auto p, create(references, mean_commit, max_draft, n_vocab));
+    return std::unique_ptr<Proposer>(std::move(p));
+  });
+}
+
 int64_t ReplayProposer::accepted_at(int64_t step, double mean_commit) {
   const double a = mean_commit - 1.0;
   return static_cast<int64_t>(std::floor((step + 1) * a + 1e-9)) - static_cast<int64_t>(std::floor(step * a + 1e-9));

@@ -16,6 +16,15 @@ namespace saker::spec {
 
 class ReplayProposer : public Proposer {
  public:
+  using References = std::vector<std::vector<int32_t>>;
+
+  // Each request's reference: its prompt followed by the continuation plain decoding gave it.
+  static std::shared_ptr<const References> references(const References& prompts, const References& continuations);
+  // The engine's per-sequence factory (EngineOptions::proposer) over shared references; the arguments are
+  // checked here, once.
+  static Result<ProposerFactory> factory(std::shared_ptr<const References> references, double mean_commit,
+                                         int32_t max_draft, int32_t n_vocab);
+
   // references: each request's prompt followed by its greedy continuation (a sequence drafts from the one
   // whose prompt its tokens start with); mean_commit L in [1, max_draft + 1]; max_draft: drafts per step;
   // n_vocab: the id range a corrupted token stays in (>= 2).

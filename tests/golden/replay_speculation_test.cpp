@@ -24,7 +24,7 @@ struct Replay {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<GenerateOptions> opts;
   std::vector<GenerateResult> plain;
-  std::shared_ptr<std::vector<std::vector<int32_t>>> refs = std::make_shared<std::vector<std::vector<int32_t>>>();
+  std::shared_ptr<const spec::ReplayProposer::References> refs;
 
   EngineOptions options(double L) const {
     EngineOptions eo;
@@ -32,11 +32,9 @@ struct Replay {
     eo.prefill_chunk = 64;
     eo.max_seqs = static_cast<int32_t>(prompts.size());
     eo.adaptive_drafts = false;
-    const int32_t n_vocab = static_cast<int32_t>(model->hparams().n_vocab);
-    eo.proposer = [refs = refs, L, n_vocab]() -> Result<std::unique_ptr<Proposer>> {
-      SAKER_ASSIGN_OR_RETURN(auto p, spec::ReplayProposer::create(refs, L, 7, n_vocab));
-      return std::unique_ptr<Proposer>(std::move(p));
-    };
+    auto factory = spec::ReplayProposer::factory(refs, L, 7, static_cast<int32_t>(model->hparams().n_vocab));
+    EXPECT_TRUE(factory.ok()) << factory.status().to_string();
+    if (factory.ok()) eo.proposer = *factory;
     return eo;
   }
 };
@@ -53,11 +51,9 @@ Replay make_replay() {
   eo.n_ctx = 512;
   eo.prefill_chunk = 64;
   r.plain = run_alone(*r.model, r.prompts, r.opts, eo);
-  for (size_t i = 0; i < r.prompts.size(); ++i) {
-    std::vector<int32_t> ref = r.prompts[i];
-    ref.insert(ref.end(), r.plain[i].tokens.begin(), r.plain[i].tokens.end());
-    r.refs->push_back(std::move(ref));
-  }
+  spec::ReplayProposer::References continuations;
+  for (const GenerateResult& g : r.plain) continuations.push_back(g.tokens);
+  r.refs = spec::ReplayProposer::references(r.prompts, continuations);
   return r;
 }
 

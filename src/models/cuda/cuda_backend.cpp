@@ -52,8 +52,6 @@ Result<const PreparedMatrix*> CudaBackend::prepare_matrix(std::span<const Tensor
       return make_error(StatusCode::kUnsupported, "the CUDA backend cannot multiply {} ({})", name,
                         dtype_name(t.dtype));
     }
-  }
-  for (const TensorView& t : parts) {
     if (width_dependent_.empty() && !cuda::matmul_width_invariant(t.dtype, t.dim(1))) {
       width_dependent_ = name + " (" + std::string(dtype_name(t.dtype)) + ")";
     }
