@@ -99,6 +99,30 @@ TEST(AttentionPack, SplitSlicesPartitionTheKeyRange) {
   }
 }
 
+TEST(AttentionPack, FixedSlicesCoverTheRangeInAbsoluteTiles) {
+  for (int32_t lo : {0, 5, 64, 1000}) {
+    for (int32_t n_keys : {0, 1, 127, 128, 129, 4096, 5000}) {
+      const int32_t hi = lo + n_keys;
+      for (int32_t tile : {32, 64, 128}) {
+        constexpr int32_t kSplitKeys = 128;
+        int32_t covered = 0, next = lo / tile * tile;  // slices in order tile the range from lo's tile up
+        for (int32_t s = 0; s * kSplitKeys < std::max(hi, 1); ++s) {
+          int32_t kb = 0, ke = 0;
+          cuda::attn_fixed_slice(lo, hi, kSplitKeys, tile, s, &kb, &ke);
+          if (kb >= ke) continue;  // a slice below the range (or the range is empty)
+          ASSERT_EQ(kb % tile, 0) << lo << " " << n_keys << " " << tile << " " << s;
+          ASSERT_GE(kb, s * kSplitKeys);
+          ASSERT_LE(ke, (s + 1) * kSplitKeys);
+          ASSERT_EQ(kb, next);
+          covered += ke - std::max(kb, lo);
+          next = ke;
+        }
+        ASSERT_EQ(covered, n_keys) << lo << " " << n_keys << " " << tile;
+      }
+    }
+  }
+}
+
 TEST(AttentionPack, LayoutFollowsCountsOnly) {
   // Same token/sequence/table counts -> same layout, whatever the lengths (what a graph replay needs).
   const BuiltBatch a = testing::build_batch({{10, 1, AttentionMask::kCausal}, {20, 1, AttentionMask::kCausal}}, 16, 1, false);

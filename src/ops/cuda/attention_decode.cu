@@ -141,20 +141,13 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
 #pragma unroll
     for (int i = 0; i < kAccPairs; ++i) acc[i] = make_float2(0.0f, 0.0f);
 
-    // This split's slice of the pass's key range, in whole tiles.
+    // This split's slice of the pass's key range, in whole tiles: fixed absolute slices (a query meets its
+    // keys in the same tiles whichever rows share the pass) or the range cut into n_splits.
     int32_t kb, ke;
     if (a.split_keys > 0) {
-      // Fixed slices: tiles start at absolute multiples of kKeys, so a query meets its keys in the same
-      // tiles and slices whichever rows share the pass (keys of the tile below the range load as zeros).
-      const int32_t s0 = split * a.split_keys;
-      kb = max(s0, pass_lo / T::kKeys * T::kKeys);
-      ke = min(pass_hi, s0 + a.split_keys);
+      attn_fixed_slice(pass_lo, pass_hi, a.split_keys, T::kKeys, split, &kb, &ke);
     } else {
-      const int32_t n_keys = max(0, pass_hi - pass_lo);
-      int32_t chunk = (n_keys + a.n_splits - 1) / a.n_splits;
-      chunk = (chunk + T::kKeys - 1) / T::kKeys * T::kKeys;
-      kb = pass_lo + min(n_keys, split * chunk);
-      ke = min(pass_hi, kb + chunk);
+      attn_split_slice(pass_lo, pass_hi, a.n_splits, T::kKeys, split, &kb, &ke);
     }
 
     uint4 kr[T::kLoads], vr[T::kLoads];

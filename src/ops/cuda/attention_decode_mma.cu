@@ -77,8 +77,8 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
     const int32_t seq = pass_seq, nq = pass_rows * group, n_mt = (nq + 15) / 16;
     for (int r = 0; r < pass_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
     // This block's slice, in whole tiles at absolute positions; keys below the pass's range load as zeros.
-    const int32_t s0 = split * a.split_keys;
-    const int32_t kb = max(s0, pass_lo / kKeys * kKeys), ke = min(pass_hi, s0 + a.split_keys);
+    int32_t kb, ke;
+    attn_fixed_slice(pass_lo, pass_hi, a.split_keys, kKeys, split, &kb, &ke);
 
     // Query vectors of the pass -> f16 smem (zeros past nq).
     for (int c = threadIdx.x; c < n_mt * 16 * (D / 4); c += kThreads) {

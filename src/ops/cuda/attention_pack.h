@@ -100,4 +100,15 @@ SAKER_HD void attn_split_slice(int32_t lo, int32_t hi, int32_t n_splits, int32_t
   *ke = static_cast<int32_t>(lo + e);
 }
 
+// Keys [kb, ke) of slice `split` when every sequence's keys are cut at fixed absolute slots (slice i covers
+// [i * split_keys, (i + 1) * split_keys)), within the pass's range [lo, hi): kb rounds lo down to a multiple
+// of `tile` (a divisor of split_keys) so that tiles start at absolute positions whatever rows share the pass;
+// the keys of that first tile below lo are the caller's to load as zeros. Empty (kb >= ke) outside the range.
+SAKER_HD void attn_fixed_slice(int32_t lo, int32_t hi, int32_t split_keys, int32_t tile, int32_t split, int32_t* kb,
+                               int32_t* ke) {
+  const int32_t s0 = split * split_keys, first_tile = lo / tile * tile;
+  *kb = s0 > first_tile ? s0 : first_tile;
+  *ke = hi < s0 + split_keys ? hi : s0 + split_keys;
+}
+
 }  // namespace saker::cuda
