@@ -1,8 +1,8 @@
 // Playground (not part of CI): CUDA matmul speed per weight dtype, shape and row count, as weight bytes read
 // per second against the H200's 4.28 TB/s copy bandwidth (and TFLOP/s for prefill rows).
-// Usage: matmul_cuda_bench [--quick]
-// Each timing is the median of >= 20 CUDA-event-timed calls after warm-up, rotating through enough copies of
-// the weight to exceed the 60 MB L2. Before timing, one result is checked against the simple kernel's.
+// Usage: matmul_cuda_bench [--quick] | --one TYPE N_OUT N_IN ROWS
+// Each timing is the median of 15 CUDA-event-timed bursts of 10 back-to-back calls after warm-up, rotating
+// through enough copies of the weight to exceed the 60 MB L2. Before timing, one result is checked against the simple kernel's.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,13 +71,40 @@ bool takes_q8(cuda::MatmulContext& ctx, const cuda::DeviceMatrix& w, const float
 
 }  // namespace
 
+// --one TYPE N_OUT N_IN ROWS: five calls of one shape and nothing else (a target for a profiler).
+int run_one(char** argv) {
+  const std::optional<DType> type = dtype_from_name(argv[2]);
+  const int64_t n_out = std::atoll(argv[3]), n_in = std::atoll(argv[4]), rows = std::atoll(argv[5]);
+  if (!type || n_out <= 0 || n_in <= 0 || rows <= 0) {
+    std::fprintf(stderr, "usage: matmul_cuda_bench --one TYPE N_OUT N_IN ROWS\n");
+    return 2;
+  }
+  auto ctx = cuda::MatmulContext::create(rows, n_in, n_out);
+  if (!ctx.ok()) return 1;
+  const std::vector<uint8_t> host = random_weights(*type, n_out, n_in, 11);
+  const TensorView view = TensorView::contiguous(const_cast<uint8_t*>(host.data()), *type, {n_out, n_in});
+  auto m = cuda::upload_matrix({&view, 1});
+  if (!m.ok()) return 1;
+  float *x = nullptr, *out = nullptr;
+  BENCH_CHECK(cudaMalloc(&x, sizeof(float) * rows * n_in));
+  BENCH_CHECK(cudaMemset(x, 0, sizeof(float) * rows * n_in));
+  BENCH_CHECK(cudaMalloc(&out, sizeof(float) * rows * n_out));
+  for (int i = 0; i < 5; ++i) {
+    if (!cuda::matmul(**ctx, *m, x, rows, out, n_out, false, nullptr).ok()) return 1;
+  }
+  BENCH_CHECK(cudaDeviceSynchronize());
+  std::printf("ran %s %lldx%lld rows %lld five times\n", argv[2], (long long)n_out, (long long)n_in, (long long)rows);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 6 && std::strcmp(argv[1], "--one") == 0) return run_one(argv);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const std::vector<DType> types = quick ? std::vector<DType>{DType::kF16, DType::kQ4_K, DType::kQ6_K}
                                          : std::vector<DType>{DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K,
                                                               DType::kQ6_K, DType::kQ5_K, DType::kIQ4_XS, DType::kQ4_0};
   const std::vector<std::pair<int64_t, int64_t>> base_shapes =
-      quick ? std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}}
+      quick ? std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}, {4096, 12288}}
             : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}, {4096, 12288}};
   const std::vector<int64_t> row_counts =
       quick ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 512} : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 512, 2048};
@@ -151,21 +179,25 @@ int main(int argc, char** argv) {
         }
       }
       for (int64_t rows : row_counts) {
-        const int warm = 3, iters = 20;
+        // Each sample times kBurst back-to-back calls (as a decode step's graph runs them), so the launch
+        // gaps of a lone call do not count.
+        const int warm = 3, iters = 15, kBurst = 10;
         std::vector<float> times;
         int c = 0;
-        for (int i = 0; i < warm + iters; ++i, c = (c + 1) % copies) {
+        for (int i = 0; i < warm + iters; ++i) {
           BENCH_CHECK(cudaEventRecord(e0));
-          const Status st = cuda::matmul(**ctx, mats[c], x, rows, out, n_out, false, nullptr);
-          BENCH_CHECK(cudaEventRecord(e1));
-          if (!st.ok()) {
-            std::fprintf(stderr, "matmul: %s\n", st.message().c_str());
-            return 1;
+          for (int k = 0; k < kBurst; ++k, c = (c + 1) % copies) {
+            const Status st = cuda::matmul(**ctx, mats[c], x, rows, out, n_out, false, nullptr);
+            if (!st.ok()) {
+              std::fprintf(stderr, "matmul: %s\n", st.message().c_str());
+              return 1;
+            }
           }
+          BENCH_CHECK(cudaEventRecord(e1));
           BENCH_CHECK(cudaEventSynchronize(e1));
           float ms = 0;
           BENCH_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-          if (i >= warm) times.push_back(ms);
+          if (i >= warm) times.push_back(ms / kBurst);
         }
         std::sort(times.begin(), times.end());
         const double ms = times[times.size() / 2];

@@ -1,15 +1,19 @@
 // The K-quant decode and verify matmul (Q4_K, Q5_K, Q6_K weights, 1-64 activation rows) on int8 tensor
 // cores, in the canonical order of kq_canon.h, so a row's output bits do not depend on the row count:
-//   1. kx_quantize_kernel: x [rows, n_in] f32 -> int8 codes + one KxBlock per 256 elements (the context's
-//      int8 scratch);
-//   2. kq_mma_kernel: a block of eight warps owns 16 * MT output rows; warp w is stream w of the canonical
-//      sum and takes weight blocks w, w + 8, ... For each it loads its lanes' fragments of the weight codes
-//      straight from the GGUF rows (no shared memory), multiplies them with every 8-row n-tile of codes by
+//   1. kx_quantize_kernel (matmul_kq.cu): x [rows, n_in] f32 -> int8 codes + one KxBlock per 256 elements;
+//   2. kq_mma_kernel: a block of eight warps owns 16 output rows; warp w is stream w of the canonical sum and
+//      takes weight blocks w, w + 8, ... Each warp copies its next blocks' 16 weight rows into its own
+//      shared-memory stages with cp.async (kStages deep, no block-wide barrier), then reads its lanes'
+//      fragments of the codes from there, multiplies them with every 8-row n-tile of activation codes by
 //      mma.sync (m16n8k32 for Q4_K / Q5_K sub-blocks of 32, m16n8k16 for Q6_K's of 16), folds the exact
 //      int32 sums into T and M with the scales and shifts, and adds the block's value to its stream. The
 //      eight streams meet in shared memory in the canonical tree.
 // Each weight byte is read from DRAM once per call; the codes of x (1 byte an element) are re-read from L1/L2
-// by every block of output rows, which is what MT > 1 (more output rows per block) saves at wide calls.
+// by every block of output rows.
+// Why the stages: the previous version loaded each lane's fragments straight into registers (8-byte loads,
+// one block ahead); at 16 rows it took 174 registers a thread, one block of eight warps fitted an SM, and
+// each warp waited out every load (16 rows cost 2.6x one row in a decode step). With the weights in shared
+// memory a thread keeps only its accumulators and one sub-block's operands.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k32 / m16n8k16 with .s8): groupID g = lane >> 2, t = lane & 3.
 //   k32 A: reg0 row g k 4t..4t+3, reg1 row g+8 k 4t.., reg2 row g k 4t+16.., reg3 row g+8 k 4t+16..
@@ -22,8 +26,10 @@
 // sub-blocks, elements 4t .. 4t+3.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <type_traits>
 
+#include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/matmul_internal.cuh"
@@ -59,8 +65,23 @@ __device__ __forceinline__ void fold_scaled(int (&T)[4], const int (&s)[4], int 
   T[3] += s[3] * (sc1 << sh1);
 }
 
-// ---- weight formats. Each gives one lane's view of a weight row's block (Row), the MMAs of a row pair
-// against one n-tile's codes (sums S per sub-block, folded into T at once) and the block value.
+__device__ __forceinline__ int byte_at(const uint32_t (&w)[2], int j) {
+  return static_cast<int>((w[j >> 2] >> (8 * (j & 3))) & 0xFF);
+}
+
+// The 32-bit little-endian word at byte `at` (even) of a staged row (16-byte aligned). Pointer arithmetic
+// only, so the compiler keeps the loads in the shared space (a cast through an integer made them generic).
+__device__ __forceinline__ uint32_t lds_u32_a2(const uint8_t* row, int at) {
+  const uint32_t* p = reinterpret_cast<const uint32_t*>(row) + (at >> 2);
+  const uint32_t x0 = p[0];
+  return (at & 2) ? __funnelshift_r(x0, p[1], 16) : x0;
+}
+
+// ---- weight formats, as staged in shared memory. A block of one weight row is copied as the kChunks
+// 16-byte chunks that cover it (from the 16-byte boundary at or below its start), one row every kRowStride
+// bytes of the stage; the strides keep a half-warp's fragment loads on distinct banks. Each format gives
+// the row header a lane needs for a block (Hdr), the integer sums of a row pair against one n-tile of
+// activation codes (T and M of kq_canon.h), and the block value.
 
 // Q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles) and Q5_K (176:
 // the same header, 32 bytes of 5th bits, 128 of nibbles). Sub-block j = 2c + h: elements 64c + 32h + l are
@@ -69,37 +90,27 @@ template <bool k5Bit>
 struct KqMinFmt {
   static constexpr int kBlockBytes = k5Bit ? 176 : 144;
   static constexpr int kQs = k5Bit ? 48 : 16;
-  struct Row {
+  static constexpr int kChunks = kBlockBytes / 16;       // blocks start 16-byte aligned
+  static constexpr int kRowStride = k5Bit ? 224 : 160;   // 14 / 10 chunks: rows 2 chunks apart mod 8
+  struct Hdr {
     float d, dmin;
-    uint32_t sc[2], mn[2];  // the eight 6-bit scales and mins, one per byte (unpacked once per block)
-    uint32_t q[4][2];       // qs bytes 32c + 8t .. +7
+    uint32_t sc[2], mn[2];  // the eight 6-bit scales and mins, one per byte
     uint32_t h[2];          // Q5_K: qh bytes 8t .. 8t+7
   };
-  // X: the lane's B fragments of one activation row: sub-block j's elements 8t .. 8t+7.
-  struct X {
-    uint32_t b[8][2];
-  };
-  __device__ __forceinline__ static Row load(const uint8_t* blk, int t) {
-    Row r;
-    const uint4 hdr = __ldg(reinterpret_cast<const uint4*>(blk));
+  __device__ __forceinline__ static Hdr load_hdr(const uint8_t* s, int /*at: 0*/, int t) {
+    Hdr r;
+    const uint4 hdr = *reinterpret_cast<const uint4*>(s);
     r.d = __half2float(__ushort_as_half(static_cast<unsigned short>(hdr.x & 0xFFFF)));
     r.dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(hdr.x >> 16)));
-    r.sc[0] = r.sc[1] = r.mn[0] = r.mn[1] = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      q8::k_scale_min_sel(hdr.y, hdr.z, hdr.w, j, &sc, &m);
-      r.sc[j >> 2] |= static_cast<uint32_t>(sc) << (8 * (j & 3));
-      r.mn[j >> 2] |= static_cast<uint32_t>(m) << (8 * (j & 3));
-    }
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint2 v = __ldg(reinterpret_cast<const uint2*>(blk + kQs + 32 * c + 8 * t));
-      r.q[c][0] = v.x;
-      r.q[c][1] = v.y;
-    }
+    // The 6-bit scales and mins of q8::k_scale_min_sel, four bytes a word at once (a per-sub-block unpack
+    // was about a fifth of the kernel's instructions): sub-blocks 0-3 keep the low 6 bits of bytes 0-3 / 4-7;
+    // 4-7 take a nibble of bytes 8-11 and the top 2 bits of bytes 0-3 / 4-7.
+    r.sc[0] = hdr.y & 0x3F3F3F3Fu;
+    r.mn[0] = hdr.z & 0x3F3F3F3Fu;
+    r.sc[1] = (hdr.w & 0x0F0F0F0Fu) | ((hdr.y >> 2) & 0x30303030u);
+    r.mn[1] = ((hdr.w >> 4) & 0x0F0F0F0Fu) | ((hdr.z >> 2) & 0x30303030u);
     if constexpr (k5Bit) {
-      const uint2 v = __ldg(reinterpret_cast<const uint2*>(blk + 16 + 8 * t));
+      const uint2 v = *reinterpret_cast<const uint2*>(s + 16 + 8 * t);
       r.h[0] = v.x;
       r.h[1] = v.y;
     } else {
@@ -107,45 +118,47 @@ struct KqMinFmt {
     }
     return r;
   }
-  __device__ __forceinline__ static X load_x(const int8_t* xb, int t) {  // xb: the block's 256 codes
-    X x;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const uint2 v = __ldg(reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t));
-      x.b[j][0] = v.x;
-      x.b[j][1] = v.y;
-    }
-    return x;
-  }
-  __device__ __forceinline__ static uint32_t codes(const Row& r, int j, int w) {
-    const uint32_t raw = r.q[j >> 1][w];
+  __device__ __forceinline__ static uint32_t codes(uint32_t raw, uint32_t hbits, int j) {
     uint32_t c = (j & 1) ? (raw >> 4) & 0x0F0F0F0Fu : raw & 0x0F0F0F0Fu;
-    if constexpr (k5Bit) c |= ((r.h[w] >> j) & 0x01010101u) << 4;
+    if constexpr (k5Bit) c |= ((hbits >> j) & 0x01010101u) << 4;
     return c;
   }
-  // T (and M) of the four C elements (rows g, g, g+8, g+8; columns c0, c1, c0, c1) of a row pair.
-  __device__ __forceinline__ static void block_ints(const Row& r0, const Row& r1, const X& x, const ColMeta (&col)[2],
-                                                    int (&T)[4], int (&M)[4]) {
+  // M of the four C elements (rows g, g, g+8, g+8; columns c0, c1, c0, c1): sum_j m_j * qsum_j, two
+  // sub-blocks per __dp2a (the pre-shifted qsum pairs are int16, the mins bytes).
+  __device__ __forceinline__ static void min_ints(const Hdr& r0, const Hdr& r1, const ColMeta (&col)[2], int (&M)[4]) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) T[e] = M[e] = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      int s[4];
-      mma_k32(s, codes(r0, j, 0), codes(r1, j, 0), codes(r0, j, 1), codes(r1, j, 1), x.b[j][0], x.b[j][1]);
-      const int sc0 = byte_at(r0.sc, j), sc1 = byte_at(r1.sc, j), m0 = byte_at(r0.mn, j), m1 = byte_at(r1.mn, j);
-      fold_scaled(T, s, sc0, sc1, col[0].shift(j), col[1].shift(j));
-      const int q0 = col[0].qsum(j), q1 = col[1].qsum(j);
-      M[0] += m0 * q0;
-      M[1] += m0 * q1;
-      M[2] += m1 * q0;
-      M[3] += m1 * q1;
+    for (int e = 0; e < 4; ++e) {
+      const Hdr& r = e >> 1 ? r1 : r0;
+      const ColMeta& c = col[e & 1];
+      int m = __dp2a_lo(static_cast<int>(c.qs[0]), static_cast<int>(r.mn[0]), 0);
+      m = __dp2a_hi(static_cast<int>(c.qs[1]), static_cast<int>(r.mn[0]), m);
+      m = __dp2a_lo(static_cast<int>(c.qs[2]), static_cast<int>(r.mn[1]), m);
+      M[e] = __dp2a_hi(static_cast<int>(c.qs[3]), static_cast<int>(r.mn[1]), m);
     }
   }
-  __device__ __forceinline__ static float value(const Row& r, float d8, int t_sum, int m_sum) {
-    return kq::kq_value_min(d8, r.d, r.dmin, t_sum, m_sum);
+  // T of the four C elements of a row pair; s0 / s1: the rows' staged chunks, the block at byte at0 / at1
+  // (0 here); xb: column g's 256 activation codes of this block.
+  __device__ __forceinline__ static void block_ints(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int, const uint8_t* s1,
+                                                    int, const int8_t* xb, const ColMeta (&col)[2], int t, int (&T)[4]) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) T[e] = 0;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const uint2 q0 = *reinterpret_cast<const uint2*>(s0 + kQs + 32 * c + 8 * t);
+      const uint2 q1 = *reinterpret_cast<const uint2*>(s1 + kQs + 32 * c + 8 * t);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;
+        const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t));
+        int s[4];
+        mma_k32(s, codes(q0.x, r0.h[0], j), codes(q1.x, r1.h[0], j), codes(q0.y, r0.h[1], j),
+                codes(q1.y, r1.h[1], j), xv.x, xv.y);
+        fold_scaled(T, s, byte_at(r0.sc, j), byte_at(r1.sc, j), col[0].shift(j), col[1].shift(j));
+      }
+    }
   }
-  __device__ __forceinline__ static int byte_at(const uint32_t (&w)[2], int j) {
-    return static_cast<int>((w[j >> 2] >> (8 * (j & 3))) & 0xFF);
+  __device__ __forceinline__ static float value(const Hdr& r, float d8, int t_sum, int m_sum) {
+    return kq::kq_value_min(d8, r.d, r.dmin, t_sum, m_sum);
   }
 };
 
@@ -154,209 +167,207 @@ struct KqMinFmt {
 // 32; 16-element sub-block i = 8h + 2r + (l >> 4) has scale i. Lane t holds elements 4t .. 4t+3 of each.
 struct KqQ6Fmt {
   static constexpr int kBlockBytes = 210;
-  struct Row {
+  static constexpr int kChunks = 14;       // 210 bytes from up to 14 bytes past a 16-byte boundary
+  static constexpr int kRowStride = 240;   // 60 words: the eight rows of a warp's loads on distinct banks
+  struct Hdr {
     float d;
-    uint32_t lo[2][2][2];  // [h][s][r & 1]: ql word at 64h + 32(r & 1) + 16s + 4t
-    uint32_t hb[2][2];     // [h][s]: qh word at 128 + 32h + 16s + 4t
-    uint32_t sc[4];        // the 16 int8 scales
+    uint32_t sc[4];  // the 16 int8 scales
   };
-  struct X {
-    uint32_t b[16];  // sub-block i's elements 4t .. 4t+3
-  };
-  __device__ __forceinline__ static Row load(const uint8_t* blk, int t) {
-    Row r;
+  __device__ __forceinline__ static Hdr load_hdr(const uint8_t* s, int at, int) {
+    Hdr r;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) r.sc[k] = lds_u32_a2(s, at + 192 + 4 * k);
+    r.d = __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(s + at + 208)));
+    return r;
+  }
+  __device__ __forceinline__ static int scale(const Hdr& r, int i) {
+    return static_cast<int>(static_cast<int8_t>((r.sc[i >> 2] >> (8 * (i & 3))) & 0xFF));
+  }
+  __device__ __forceinline__ static uint32_t codes(uint32_t lo, uint32_t hb, int rr) {
+    const uint32_t nib = (rr >> 1) ? (lo >> 4) & 0x0F0F0F0Fu : lo & 0x0F0F0F0Fu;
+    const uint32_t code = nib | (((hb >> (2 * rr)) & 0x03030303u) << 4);
+    return __vsub4(code, 0x20202020u);  // 0..63 -> -32..31 per byte
+  }
+  __device__ __forceinline__ static void min_ints(const Hdr&, const Hdr&, const ColMeta (&)[2], int (&M)[4]) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) M[e] = 0;  // no min term
+  }
+  __device__ __forceinline__ static void block_ints(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
+                                                    const uint8_t* s1, int at1, const int8_t* xb,
+                                                    const ColMeta (&col)[2], int t, int (&T)[4]) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) T[e] = 0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
-        r.lo[h][s][0] = ld_u32_a2(blk + 64 * h + 16 * s + 4 * t);
-        r.lo[h][s][1] = ld_u32_a2(blk + 64 * h + 32 + 16 * s + 4 * t);
-        r.hb[h][s] = ld_u32_a2(blk + 128 + 32 * h + 16 * s + 4 * t);
+        // ql words at 64h + 32(r & 1) + 16s + 4t, qh word at 128 + 32h + 16s + 4t, for both rows.
+        const int lo_off = 64 * h + 16 * s + 4 * t, hb_off = 128 + 32 * h + 16 * s + 4 * t;
+        const uint32_t lo0[2] = {lds_u32_a2(s0, at0 + lo_off), lds_u32_a2(s0, at0 + lo_off + 32)};
+        const uint32_t lo1[2] = {lds_u32_a2(s1, at1 + lo_off), lds_u32_a2(s1, at1 + lo_off + 32)};
+        const uint32_t hb0 = lds_u32_a2(s0, at0 + hb_off), hb1 = lds_u32_a2(s1, at1 + hb_off);
+#pragma unroll
+        for (int rr = 0; rr < 4; ++rr) {
+          const int i = 8 * h + 2 * rr + s;
+          const uint32_t xv = __ldg(reinterpret_cast<const uint32_t*>(xb + 16 * i + 4 * t));
+          int sm[4];
+          mma_k16(sm, codes(lo0[rr & 1], hb0, rr), codes(lo1[rr & 1], hb1, rr), xv);
+          fold_scaled(T, sm, scale(r0, i), scale(r1, i), col[0].shift(i >> 1), col[1].shift(i >> 1));
+        }
       }
     }
-#pragma unroll
-    for (int k = 0; k < 4; ++k) r.sc[k] = ld_u32_a2(blk + 192 + 4 * k);
-    r.d = __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short*>(blk + 208))));
-    return r;
   }
-  __device__ __forceinline__ static X load_x(const int8_t* xb, int t) {
-    X x;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) x.b[i] = __ldg(reinterpret_cast<const uint32_t*>(xb + 16 * i + 4 * t));
-    return x;
-  }
-  __device__ __forceinline__ static uint32_t codes(const Row& r, int i) {
-    const int h = i >> 3, rr = (i >> 1) & 3, s = i & 1;
-    const uint32_t raw = r.lo[h][s][rr & 1];
-    const uint32_t nib = (rr >> 1) ? (raw >> 4) & 0x0F0F0F0Fu : raw & 0x0F0F0F0Fu;
-    const uint32_t code = nib | (((r.hb[h][s] >> (2 * rr)) & 0x03030303u) << 4);
-    return __vsub4(code, 0x20202020u);  // 0..63 -> -32..31 per byte
-  }
-  __device__ __forceinline__ static int scale(const Row& r, int i) {
-    return static_cast<int>(static_cast<int8_t>((r.sc[i >> 2] >> (8 * (i & 3))) & 0xFF));
-  }
-  __device__ __forceinline__ static void block_ints(const Row& r0, const Row& r1, const X& x, const ColMeta (&col)[2],
-                                                    int (&T)[4], int (&M)[4]) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) T[e] = M[e] = 0;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      int s[4];
-      mma_k16(s, codes(r0, i), codes(r1, i), x.b[i]);
-      const int sc0 = scale(r0, i), sc1 = scale(r1, i);
-      fold_scaled(T, s, sc0, sc1, col[0].shift(i >> 1), col[1].shift(i >> 1));
-    }
-  }
-  __device__ __forceinline__ static float value(const Row& r, float d8, int t_sum, int) {
+  __device__ __forceinline__ static float value(const Hdr& r, float d8, int t_sum, int) {
     return kq::kq_value_sym(d8, r.d, t_sum);
   }
 };
 
 constexpr int kKqWarps = kq::kStreams;
+constexpr int kStages = 3;  // blocks a warp has in flight: two copying while it computes the third
 
-// out[n, o] for o in [o_base, o_base + 16 MT), n < rows. NT 8-row n-tiles cover the rows.
-template <class F, int MT, int NT, int U>
-__global__ void __launch_bounds__(kKqWarps * 32)
+template <class F>
+constexpr int kStageBytes = 16 * F::kRowStride;
+// The warps' stages, then two reduction buffers [2][kKqWarps][NT * 4][32] f32 (alternate units).
+template <class F, int NT>
+constexpr int kSmemBytes = kKqWarps * kStages * kStageBytes<F> + 2 * kKqWarps * NT * 4 * 32 * 4;
+
+// A unit of work is 16 output rows (a weight tile) times one group of 8 NT activation rows; unit u is tile
+// u / n_groups, group u % n_groups, so the groups of one tile run side by side and all but the first read
+// its bytes from L2. (One block taking every group of 64 rows held 32 accumulators and the operands of
+// several n-tiles in flight: more than 128 registers, spilled.)
+// The kernel is persistent: block x takes units x, x + gridDim.x, ..., and each warp's copies run ahead
+// across unit boundaries, so DRAM keeps streaming while the warps finish a unit and meet in its reduction.
+// (One unit a block measured no faster than the register-fed kernel before it: with two weight blocks per
+// warp at n_in 4096, every wave loaded, then computed, then reduced.)
+template <class F, int NT>
+__global__ void __launch_bounds__(kKqWarps * 32, 2)
     kq_mma_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes] GGUF blocks
                   int64_t row_bytes, int64_t n_out, int n_blocks,
                   const int8_t* __restrict__ xq,  // [rows, n_in] codes
                   const KxBlock* __restrict__ kx,  // [rows, n_blocks]
-                  int64_t n_in, int rows, float* __restrict__ out, int64_t out_stride, int accumulate) {
-  __shared__ float red[kKqWarps / 2][MT * NT * 4][32];  // one slot per pair of a tree level
+                  int64_t n_in, int rows, int n_groups, int n_units, float* __restrict__ out,
+                  int64_t out_stride, int accumulate) {
+  extern __shared__ __align__(16) uint8_t smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int64_t o_base = static_cast<int64_t>(blockIdx.x) * 16 * MT;
+  uint8_t* stages = smem + warp * (kStages * kStageBytes<F>);
+  auto* red = reinterpret_cast<float*>(smem + kKqWarps * kStages * kStageBytes<F>);
+  const int my_blocks = warp < n_blocks ? (n_blocks - warp + kKqWarps - 1) / kKqWarps : 0;
+  // Rows past n_out re-read the last row of the matrix (their results are never written).
+  auto row_ptr = [&](int tile, int r) {
+    const int64_t o = static_cast<int64_t>(tile) * 16 + r;
+    return w + (o < n_out ? o : n_out - 1) * row_bytes;
+  };
 
-  // Weight rows g and g + 8 of each m-tile; rows past n_out re-read the last row (never written).
-  const uint8_t* wrow[MT][2];
+  // The copy cursor: the next (unit, block) this warp stages. Lane l copies chunks l & 1, (l & 1) + 2, ...
+  // of row l >> 1, so each copy instruction reads 32 contiguous bytes of every row.
+  int copy_unit = blockIdx.x;
+  int copy_i = 0, copy_n = 0;  // block index within the unit; items issued so far
+  auto issue = [&]() {
+    if (my_blocks > 0 && copy_unit < n_units) {
+      const uint8_t* src = row_ptr(copy_unit / n_groups, lane >> 1) +
+                           static_cast<int64_t>(warp + kKqWarps * copy_i) * F::kBlockBytes;
+      src = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t{15}) + 16 * (lane & 1);
+      uint8_t* dst = stages + (copy_n % kStages) * kStageBytes<F> + (lane >> 1) * F::kRowStride + 16 * (lane & 1);
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const int64_t o = o_base + 16 * mt + g + 8 * hf;
-      wrow[mt][hf] = w + (o < n_out ? o : n_out - 1) * row_bytes;
+      for (int k = 0; k < (F::kChunks + 1) / 2; ++k) {
+        if (2 * k + (lane & 1) < F::kChunks) cp_async16(dst + 32 * k, src + 32 * k);
+      }
+      ++copy_n;
+      if (++copy_i == my_blocks) copy_i = 0, copy_unit += gridDim.x;
     }
-  }
-  // B rows (column g of each n-tile) and the C columns 2t, 2t+1; rows past `rows` read the last row.
-  int brow[NT], ccol[NT][2];
+    cp_async_commit();  // possibly empty: the group count stays uniform
+  };
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    brow[nt] = min(nt * 8 + g, rows - 1);
-    ccol[nt][0] = min(nt * 8 + 2 * t, rows - 1);
-    ccol[nt][1] = min(nt * 8 + 2 * t + 1, rows - 1);
-  }
+  for (int k = 0; k < kStages - 1; ++k) issue();
 
-  float acc[MT][NT][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
+  int item = 0;  // items computed so far (stage item % kStages)
+  int parity = 0;
+  for (int unit = blockIdx.x; unit < n_units; unit += gridDim.x, parity ^= 1) {
+    const int tile = unit / n_groups, first = (unit % n_groups) * 8 * NT;
+    const int8_t* xq_u = xq + first * n_in;
+    const KxBlock* kx_u = kx + first * n_blocks;
+    const int rows_u = rows - first;
+    // Where rows g and g + 8 start inside their staged chunks (0 for 16-byte-aligned blocks).
+    const uintptr_t row_lo0 = reinterpret_cast<uintptr_t>(row_ptr(tile, g)) & 15;
+    const uintptr_t row_lo1 = reinterpret_cast<uintptr_t>(row_ptr(tile, g + 8)) & 15;
+    float acc[NT][4];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+      for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
     }
-  }
-
-  // The integer sums of one block (its weight rows already loaded) with every n-tile, into the streams.
-  auto compute = [&](const typename F::Row (&r)[MT][2], int b) {
+    for (int i = 0; i < my_blocks; ++i, ++item) {
+      cp_async_wait<kStages - 2>();
+      __syncwarp();
+      const int b = warp + kKqWarps * i;
+      const uint8_t* st = stages + (item % kStages) * kStageBytes<F>;
+      const uintptr_t boff = static_cast<uintptr_t>(b) * F::kBlockBytes;
+      const uint8_t* s0 = st + g * F::kRowStride;
+      const uint8_t* s1 = st + (g + 8) * F::kRowStride;
+      const int at0 = static_cast<int>((row_lo0 + boff) & 15), at1 = static_cast<int>((row_lo1 + boff) & 15);
+      const typename F::Hdr h0 = F::load_hdr(s0, at0, t), h1 = F::load_hdr(s1, at1, t);
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const typename F::X xf =
-          F::load_x(xq + static_cast<int64_t>(brow[nt]) * n_in + static_cast<int64_t>(b) * kq::kBlock, t);
-      ColMeta col[2];
-      col[0] = load_meta(kx + static_cast<int64_t>(ccol[nt][0]) * n_blocks + b);
-      col[1] = load_meta(kx + static_cast<int64_t>(ccol[nt][1]) * n_blocks + b);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
+      for (int nt = 0; nt < NT; ++nt) {
+        // B rows (column g of the n-tile) and the C columns 2t, 2t+1; rows past the call's read its last.
+        const int brow = min(nt * 8 + g, rows_u - 1);
+        ColMeta col[2];
+        col[0] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t, rows_u - 1)) * n_blocks + b);
+        col[1] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t + 1, rows_u - 1)) * n_blocks + b);
         int T[4], M[4];
-        F::block_ints(r[mt][0], r[mt][1], xf, col, T, M);
+        F::block_ints(h0, h1, s0, at0, s1, at1, xq_u + static_cast<int64_t>(brow) * n_in + static_cast<int64_t>(b) * kq::kBlock,
+                      col, t, T);
+        F::min_ints(h0, h1, col, M);
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float v = F::value(r[mt][e >> 1], col[e & 1].d8, T[e], M[e]);
-          acc[mt][nt][e] = kq::fadd(acc[mt][nt][e], v);
+          const float v = F::value(e >> 1 ? h1 : h0, col[e & 1].d8, T[e], M[e]);
+          acc[nt][e] = kq::fadd(acc[nt][e], v);
         }
       }
+      __syncwarp();  // every lane is done with the stage before it is refilled
+      issue();
     }
-  };
-  auto load = [&](typename F::Row (&r)[MT][2], int b) {
-    const int64_t boff = static_cast<int64_t>(b) * F::kBlockBytes;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      r[mt][0] = F::load(wrow[mt][0] + boff, t);
-      r[mt][1] = F::load(wrow[mt][1] + boff, t);
-    }
-  };
-  // U of this warp's blocks (b, b + 8, ...) are loaded before the first is computed, so their loads are in
-  // flight together; the stream still adds them in block order.
-  for (int b = warp; b < n_blocks; b += U * kKqWarps) {
-    const int next = b + U * kKqWarps;
-    if (next < n_blocks && t == 0) {  // the next iteration's first block into L2 meanwhile
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const uint8_t* p = wrow[mt][hf] + static_cast<int64_t>(next) * F::kBlockBytes;
-          asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-          asm volatile("prefetch.global.L2 [%0];" ::"l"(p + F::kBlockBytes - 1));
-        }
-      }
-    }
-    typename F::Row r[U][MT][2];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (u == 0 || b + u * kKqWarps < n_blocks) load(r[u], b + u * kKqWarps);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (u == 0 || b + u * kKqWarps < n_blocks) compute(r[u], b + u * kKqWarps);
-    }
-  }
 
-  // The streams meet in the canonical tree ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)): at each level
-  // the right-hand warps of the pairs store, the left-hand ones add (fadd is commutative, so a + b is b + a).
-  auto level = [&](int span) {  // pairs (w, w + span) for w a multiple of 2 span
-    if ((warp & (2 * span - 1)) == span) {
+    // The streams meet in the canonical tree ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) (kq_canon.h):
+    // every warp leaves its stream in this unit's buffer, then warp w combines C slots w, w + 8, ... The
+    // buffers alternate, so the next unit's stores never meet this unit's reads and one barrier suffices.
+    float* rb = red + parity * (kKqWarps * NT * 4 * 32);
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) red[warp / (2 * span)][(mt * NT + nt) * 4 + e][lane] = acc[mt][nt][e];
-        }
-      }
-    }
+    for (int k = 0; k < NT * 4; ++k) rb[(warp * NT * 4 + k) * 32 + lane] = acc[k >> 2][k & 3];
     __syncthreads();
-    if ((warp & (2 * span - 1)) == 0) {
+    for (int k = warp; k < NT * 4; k += kKqWarps) {
+      float s[kKqWarps];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            acc[mt][nt][e] = kq::fadd(acc[mt][nt][e], red[warp / (2 * span)][(mt * NT + nt) * 4 + e][lane]);
-          }
-        }
-      }
-    }
-    __syncthreads();
-  };
-  level(1);
-  level(2);
-  level(4);
-  if (warp != 0) return;
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t o = o_base + 16 * mt + g + 8 * (e >> 1);
-        const int n = nt * 8 + 2 * t + (e & 1);
-        if (o < n_out && n < rows) {
-          float* dst = out + static_cast<int64_t>(n) * out_stride + o;
-          *dst = accumulate ? kq::fadd(*dst, acc[mt][nt][e]) : acc[mt][nt][e];
-        }
+      for (int ws = 0; ws < kKqWarps; ++ws) s[ws] = rb[(ws * NT * 4 + k) * 32 + lane];
+      const float y = kq::combine_streams(s);
+      const int64_t o = static_cast<int64_t>(tile) * 16 + g + 8 * ((k & 3) >> 1);
+      const int n = (k >> 2) * 8 + 2 * t + (k & 1);
+      if (o < n_out && n < rows_u) {
+        float* dst = out + static_cast<int64_t>(first + n) * out_stride + o;
+        *dst = accumulate ? kq::fadd(*dst, y) : y;
       }
     }
   }
+}
+
+// Resident blocks of one instantiation per SM on the current device (for the persistent grid), and the
+// shared-memory opt-in it needs above 48 KB, once per instantiation and device (neither is a stream
+// operation, so both are allowed while a graph is being captured).
+template <class F, int NT>
+Result<int64_t> persistent_blocks() {
+  static std::atomic<int64_t> cached[64] = {};
+  int device = 0;
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  std::atomic<int64_t>& slot = cached[device & 63];
+  if (const int64_t v = slot.load(std::memory_order_acquire); v > 0) return v;
+  SAKER_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kq_mma_kernel<F, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<F, NT>));
+  int per_sm = 0, sms = 0;
+  SAKER_CUDA_RETURN_IF_ERROR(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kq_mma_kernel<F, NT>, kKqWarps * 32, kSmemBytes<F, NT>));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t v = static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * sms;
+  slot.store(v, std::memory_order_release);
+  return v;
 }
 
 template <class F>
@@ -365,26 +376,22 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   const auto* wp = static_cast<const uint8_t*>(w.data);
   const int64_t rb = matrix_row_bytes(w);
   const int n_blocks = static_cast<int>(w.n_in / kq::kBlock);
-  auto launch = [&](auto m_tiles, auto n_tiles) -> Status {
-    constexpr int MT = decltype(m_tiles)::value, NT = decltype(n_tiles)::value;
-    constexpr int U = 1;  // blocks loaded ahead per warp: 2 takes 128-255 registers a thread
-    const int64_t grid = (w.n_out + 16 * MT - 1) / (16 * MT);
-    if (grid > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-    kq_mma_kernel<F, MT, NT, U><<<static_cast<unsigned>(grid), kKqWarps * 32, 0, stream>>>(
-        wp, rb, w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), out, out_stride, accumulate ? 1 : 0);
+  auto launch = [&](auto n_tiles) -> Status {
+    constexpr int NT = decltype(n_tiles)::value;
+    const int n_groups = static_cast<int>((rows + 8 * NT - 1) / (8 * NT));
+    const int64_t n_units = (w.n_out + 15) / 16 * n_groups;
+    if (n_units > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
+    Result<int64_t> resident = persistent_blocks<F, NT>();
+    if (!resident.ok()) return resident.status();
+    const int64_t grid = n_units < *resident ? n_units : *resident;
+    kq_mma_kernel<F, NT><<<static_cast<unsigned>(grid), kKqWarps * 32, kSmemBytes<F, NT>, stream>>>(
+        wp, rb, w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), n_groups, static_cast<int>(n_units), out, out_stride,
+        accumulate ? 1 : 0);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };
-  using I1 = std::integral_constant<int, 1>;
-  using I2 = std::integral_constant<int, 2>;
-  using I4 = std::integral_constant<int, 4>;
-  using I8 = std::integral_constant<int, 8>;
-  // The kernel takes MT m-tiles per block (fewer re-reads of x's codes), but MT = 2 spilled registers at
-  // 17-64 rows as written, so every width runs MT = 1; MT never changes the order of a row's sums.
-  if (rows <= 8) return launch(I1{}, I1{});
-  if (rows <= 16) return launch(I1{}, I2{});
-  if (rows <= 32) return launch(I1{}, I4{});
-  return launch(I1{}, I8{});
+  if (rows <= 8) return launch(std::integral_constant<int, 1>{});
+  return launch(std::integral_constant<int, 2>{});
 }
 
 }  // namespace
