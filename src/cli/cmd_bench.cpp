@@ -25,6 +25,7 @@ namespace {
 struct BenchArgs {
   std::string model;
   std::string device = "auto";
+  int tensor_parallel = 1;
   std::vector<int64_t> prefill = {512, 2048, 8192};
   std::vector<int64_t> decode_ctx = {0, 4096};
   int64_t n_decode = 128;
@@ -145,6 +146,7 @@ Result<LoadedModel> load_bench_model(const BenchArgs& a) {
   OpsOptions ops;
   ops.max_batch_tokens = a.batch_tokens;
   ops.cuda_graphs = !a.no_graphs;
+  ops.tensor_parallel = a.tensor_parallel;
   return load_model_on(a.model, ops, a.device);
 }
 
@@ -320,6 +322,11 @@ Command make_bench_command() {
         *sub = s;
         s->add_option("-m,--model", a->model, "Model: a .gguf file or a Hugging Face folder")->required();
         s->add_option("--device", a->device, "cpu, cuda or auto")->capture_default_str();
+        s->add_option("--tensor-parallel", a->tensor_parallel,
+                      "Split the model over N tensor-parallel ranks (--device cpu: N in-process CPU ranks, each on "
+                      "about 1/N of the threads)")
+            ->check(CLI::Range(1, 64))
+            ->capture_default_str();
         s->add_option("-p,--prefill", a->prefill, "Prefill lengths (tokens)")->delimiter(',')->capture_default_str();
         s->add_option("--decode-ctx", a->decode_ctx, "Contexts to decode at")->delimiter(',')->capture_default_str();
         s->add_option("-n,--n-decode", a->n_decode, "Tokens per decode run")->capture_default_str();

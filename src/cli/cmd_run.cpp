@@ -36,6 +36,7 @@ struct RunArgs {
   bool no_special = false;
   bool ref_ops = false;
   std::string device = "auto";
+  int tensor_parallel = 1;
   bool no_graphs = false;
   std::string logits_out;
   bool no_blas = false;
@@ -95,6 +96,7 @@ int run(const RunArgs& a) {
   ops.fast_attention = !a.ref_ops;
   ops.matmul.blas = !a.no_blas;
   ops.cuda_graphs = !a.no_graphs;
+  ops.tensor_parallel = a.tensor_parallel;
   auto loaded = load_model_on(a.model, ops, speculation_device(a.spec, a.device));
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;
@@ -209,6 +211,11 @@ Command make_run_command() {
                     "Prefill batches take the quantized-activation integer path too (as llama.cpp's CPU backend does)");
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
+        s->add_option("--tensor-parallel", a->tensor_parallel,
+                      "Split the model over N tensor-parallel ranks (--device cpu: N in-process CPU ranks, each on "
+                      "about 1/N of the threads)")
+            ->check(CLI::Range(1, 64))
+            ->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
         add_speculation_options(s, &a->spec, "the generation");
       },

@@ -20,6 +20,7 @@ struct ServeArgs {
   std::string chat_template_file;
   bool ref_ops = false;
   std::string device = "auto";
+  int tensor_parallel = 1;
   bool no_graphs = false;
   SpeculationArgs spec;
   int32_t load_delay_ms = 0;  // testing aid: /health stays 503 this much longer
@@ -51,6 +52,7 @@ int run(ServeArgs a) {
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.cuda_graphs = !a.no_graphs;
+  ops.tensor_parallel = a.tensor_parallel;
   if (Status st = check_speculation_args(a.spec, a.device); !st.ok()) return fail(st.to_string());
   auto loader = [&]() -> Result<server::ServedModel> {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));
@@ -142,6 +144,11 @@ Command make_serve_command() {
             ->group("");  // hidden
         s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
         s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
+        s->add_option("--tensor-parallel", a->tensor_parallel,
+                      "Split the model over N tensor-parallel ranks (--device cpu: N in-process CPU ranks, each on "
+                      "about 1/N of the threads)")
+            ->check(CLI::Range(1, 64))
+            ->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
         add_speculation_options(s, &a->spec, "every request inside the batched step");
       },

@@ -1,5 +1,5 @@
-// `saker synth --arch qwen3|qwen2 --preset tiny|0.6b|... --type TYPE -o F.gguf`: a random-weight model of a real
-// geometry, for tests and speed runs without downloads.
+// `saker synth --arch qwen3|qwen2|llama|gemma3 --preset tiny|tiny-gqa|0.6b|... --type TYPE -o F.gguf`: a
+// random-weight model of a real geometry, for tests and speed runs without downloads.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -17,8 +17,10 @@ Command make_synth_command() {
       [o, out, sub](CLI::App& app) {
         CLI::App* s = app.add_subcommand("synth", "Write a random-weight model of a real geometry (GGUF)");
         *sub = s;
-        s->add_option("--arch", o->arch, "Architecture: qwen3, qwen2")->capture_default_str();
-        s->add_option("--preset", o->preset, "Geometry: tiny; qwen3 0.6b, 8b, 32b; qwen2 1.5b, 7b")
+        s->add_option("--arch", o->arch, "Architecture: qwen3, qwen2, llama, gemma3")->capture_default_str();
+        s->add_option("--preset", o->preset,
+                      "Geometry: tiny; tiny-gqa (splits over 2 and 4 tensor-parallel ranks); qwen3 0.6b, 8b, 32b; "
+                      "qwen2 1.5b, 7b")
             ->capture_default_str();
         s->add_option("--type", o->type, "Weight type: f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k iq4_xs q4_k_m q5_k_m")
             ->capture_default_str();

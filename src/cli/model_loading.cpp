@@ -75,7 +75,18 @@ Result<LoadedModel> load_model(const std::string& path, const OpsOptions& ops) {
 }
 
 Result<LoadedModel> load_model_on(const std::string& path, OpsOptions ops, const std::string& device) {
+  if (ops.tensor_parallel > 1 && device == "cuda") {
+    return make_error(StatusCode::kUnsupported,
+                      "--tensor-parallel {} --device cuda: tensor parallelism on CUDA needs saker built with NCCL and "
+                      "{} GPUs, and that path is not wired up yet; --device cpu runs {} in-process CPU ranks",
+                      ops.tensor_parallel, ops.tensor_parallel, ops.tensor_parallel);
+  }
   SAKER_ASSIGN_OR_RETURN(ops.device, parse_device(device));
+  if (ops.tensor_parallel > 1 && ops.device == Device::kCuda) {  // auto: the CPU ranks are what exists
+    SAKER_LOG_WARN("--tensor-parallel {}: tensor parallelism runs on CPU ranks only for now; running on the CPU",
+                   ops.tensor_parallel);
+    ops.device = Device::kCpu;
+  }
   auto lm = load_model(path, ops);
   if (lm.ok() || device != "auto" || ops.device != Device::kCuda || lm.status().code() != StatusCode::kUnsupported) {
     return lm;

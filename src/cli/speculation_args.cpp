@@ -83,7 +83,9 @@ namespace {
 
 // The proposer that reads a model (a DFlash drafter or a draft model); null when none was asked for.
 Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
-                                           const OpsOptions& ops) {
+                                           const OpsOptions& target_ops) {
+  OpsOptions ops = target_ops;
+  ops.tensor_parallel = 1;  // a drafter or draft model is small: it runs whole, beside a split target
   if (!a.drafter.empty()) {
     SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
                            spec::DFlashWeights::load(a.drafter, target.weights));

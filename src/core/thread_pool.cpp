@@ -8,6 +8,7 @@ namespace saker {
 
 namespace {
 thread_local bool tls_inside_pool_task = false;
+thread_local ThreadPool* tls_current_pool = nullptr;
 }
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -28,6 +29,12 @@ ThreadPool& ThreadPool::global() {
   static ThreadPool pool(debug_env().num_threads);
   return pool;
 }
+
+ThreadPool& ThreadPool::current() { return tls_current_pool ? *tls_current_pool : global(); }
+
+ThreadPool::Scope::Scope(ThreadPool& pool) : previous_(tls_current_pool) { tls_current_pool = &pool; }
+
+ThreadPool::Scope::~Scope() { tls_current_pool = previous_; }
 
 bool ThreadPool::run_one_chunk() {
   int64_t begin;

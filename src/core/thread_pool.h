@@ -23,6 +23,21 @@ class ThreadPool {
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t min_chunk = 1);
 
   static ThreadPool& global();  // sized by SAKER_NUM_THREADS or the hardware
+  // The pool the ops of this thread use: the one a Scope on this thread names, else global(). A tensor-parallel
+  // rank runs its ops on a pool of its own, so N ranks share the cores instead of queueing on one pool.
+  static ThreadPool& current();
+
+  // Makes `pool` this thread's current() until the scope ends (scopes nest).
+  class Scope {
+   public:
+    explicit Scope(ThreadPool& pool);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    ThreadPool* previous_;
+  };
 
  private:
   void worker_loop();

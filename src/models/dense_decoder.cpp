@@ -7,11 +7,24 @@
 namespace saker {
 
 Result<std::unique_ptr<Model>> DenseDecoderModel::create(std::shared_ptr<const ModelWeights> weights,
-                                                         std::unique_ptr<OpBackend> backend) {
+                                                         std::unique_ptr<OpBackend> backend,
+                                                         const TensorShard& shard) {
   std::unique_ptr<DenseDecoderModel> m(new DenseDecoderModel());
   m->weights_ = std::move(weights);
   m->backend_ = std::move(backend);
   m->hp_ = m->weights_->hparams();
+  m->shard_ = shard;
+  if (shard.size < 1 || shard.rank < 0 || shard.rank >= shard.size) {
+    return make_error(StatusCode::kInvalidArgument, "tensor shard: rank {} of {}", shard.rank, shard.size);
+  }
+  if (m->backend_->n_ranks() != shard.size) {
+    return make_error(StatusCode::kInvalidArgument, "tensor shard of {} ranks over a backend that reduces over {}",
+                      shard.size, m->backend_->n_ranks());
+  }
+  if (shard.split()) SAKER_RETURN_IF_ERROR(check_tensor_parallel(*m->weights_, shard.size));
+  const ModelHParams& h = m->hp_;
+  m->local_ = {h.n_head / shard.size, h.n_head_kv / shard.size, h.n_ff / shard.size, shard.first(h.n_vocab),
+               shard.count(h.n_vocab), h.head_dim};
   SAKER_RETURN_IF_ERROR(m->bind_weights());
   return std::unique_ptr<Model>(std::move(m));
 }
@@ -22,28 +35,45 @@ Status DenseDecoderModel::bind_weights() {
   OpBackend& b = *backend_;
   const bool gemma = h.arch == "gemma3";
   geglu_ = gemma;
+  const TensorShard& sh = shard_;
+  // Stacked [rows, n_embd] parts; with `split`, each part's rank slice of rows (column-parallel; one rank: all).
   const auto matrix = [&](std::initializer_list<const char*> names, std::initializer_list<int64_t> rows,
-                          const std::string& prefix) -> Result<const PreparedMatrix*> {
+                          const std::string& prefix, bool split) -> Result<const PreparedMatrix*> {
     std::vector<TensorView> parts;
     std::string label = prefix;  // "blk.0.attn_q.weight|attn_k.weight|attn_v.weight" in errors
     auto row = rows.begin();
     for (const char* name : names) {
-      SAKER_ASSIGN_OR_RETURN(TensorView t, w.require(prefix + name, {*row++, h.n_embd}));
+      const int64_t n = *row++;
+      SAKER_ASSIGN_OR_RETURN(TensorView t, w.require(prefix + name, {n, h.n_embd}));
+      if (split) {
+        SAKER_ASSIGN_OR_RETURN(t, slice_rows(t, sh.first(n), sh.count(n), prefix + name));
+      }
       parts.push_back(t);
       label += (parts.size() > 1 ? "|" : "") + std::string(name);
     }
     return b.prepare_matrix(parts, label);
+  };
+  // A row-parallel [n_embd, cols] matrix: the rank's slice of input columns.
+  const auto row_parallel = [&](const std::string& name, int64_t cols) -> Result<const PreparedMatrix*> {
+    SAKER_ASSIGN_OR_RETURN(TensorView t, w.require(name, {h.n_embd, cols}));
+    if (sh.split()) {
+      SAKER_ASSIGN_OR_RETURN(t, slice_columns(t, sh.first(cols), sh.count(cols), name));
+    }
+    return b.prepare_matrix(std::span<const TensorView>(&t, 1), name);
   };
   const auto vector = [&](const std::string& name, int64_t n) -> Result<const PreparedVector*> {
     SAKER_ASSIGN_OR_RETURN(TensorView t, w.require(name, {n}));
     return b.prepare_vector(std::span<const TensorView>(&t, 1));
   };
 
-  SAKER_ASSIGN_OR_RETURN(token_embd_, matrix({"token_embd.weight"}, {h.n_vocab}, ""));
+  SAKER_ASSIGN_OR_RETURN(token_embd_, matrix({"token_embd.weight"}, {h.n_vocab}, "", false));  // replicated
   SAKER_ASSIGN_OR_RETURN(output_norm_, vector("output_norm.weight", h.n_embd));
-  output_ = token_embd_;
-  if (w.find("output.weight")) {
-    SAKER_ASSIGN_OR_RETURN(output_, matrix({"output.weight"}, {h.n_vocab}, ""));
+  // The output head by vocabulary rows (a tied head: the rank's rows of token_embd).
+  const char* head_name = w.find("output.weight") ? "output.weight" : "token_embd.weight";
+  if (sh.split() || w.find("output.weight")) {
+    SAKER_ASSIGN_OR_RETURN(output_, matrix({head_name}, {h.n_vocab}, "", sh.split()));
+  } else {
+    output_ = token_embd_;
   }
   const int64_t n_rot = h.n_rot > 0 ? h.n_rot : h.head_dim;
   if (w.find("rope_freqs.weight")) {  // llama 3: per-pair frequency divisors
@@ -58,9 +88,8 @@ Status DenseDecoderModel::bind_weights() {
     Layer L;
     SAKER_ASSIGN_OR_RETURN(L.attn_norm, vector(p + "attn_norm.weight", h.n_embd));
     SAKER_ASSIGN_OR_RETURN(L.qkv, matrix({"attn_q.weight", "attn_k.weight", "attn_v.weight"},
-                                         {h.q_dim(), h.kv_dim(), h.kv_dim()}, p));
-    SAKER_ASSIGN_OR_RETURN(TensorView wo, w.require(p + "attn_output.weight", {h.n_embd, h.q_dim()}));
-    SAKER_ASSIGN_OR_RETURN(L.wo, b.prepare_matrix(std::span<const TensorView>(&wo, 1), p + "attn_output.weight"));
+                                         {h.q_dim(), h.kv_dim(), h.kv_dim()}, p, sh.split()));
+    SAKER_ASSIGN_OR_RETURN(L.wo, row_parallel(p + "attn_output.weight", h.q_dim()));
     if (h.qk_norm) {
       SAKER_ASSIGN_OR_RETURN(L.q_norm, vector(p + "attn_q_norm.weight", h.head_dim));
       SAKER_ASSIGN_OR_RETURN(L.k_norm, vector(p + "attn_k_norm.weight", h.head_dim));
@@ -70,6 +99,9 @@ Status DenseDecoderModel::bind_weights() {
       for (const auto& [part, n] : {std::pair{"attn_q.bias", h.q_dim()}, std::pair{"attn_k.bias", h.kv_dim()},
                                     std::pair{"attn_v.bias", h.kv_dim()}}) {
         SAKER_ASSIGN_OR_RETURN(TensorView t, w.require(p + part, {n}));
+        if (sh.split()) {
+          SAKER_ASSIGN_OR_RETURN(t, slice_rows(t, sh.first(n), sh.count(n), p + part));
+        }
         bias.push_back(t);
       }
       SAKER_ASSIGN_OR_RETURN(L.qkv_bias, b.prepare_vector(bias));
@@ -79,9 +111,9 @@ Status DenseDecoderModel::bind_weights() {
       SAKER_ASSIGN_OR_RETURN(L.post_ffn_norm, vector(p + "post_ffw_norm.weight", h.n_embd));
     }
     SAKER_ASSIGN_OR_RETURN(L.ffn_norm, vector(p + "ffn_norm.weight", h.n_embd));
-    SAKER_ASSIGN_OR_RETURN(L.gate_up, matrix({"ffn_gate.weight", "ffn_up.weight"}, {h.n_ff, h.n_ff}, p));
-    SAKER_ASSIGN_OR_RETURN(TensorView down, w.require(p + "ffn_down.weight", {h.n_embd, h.n_ff}));
-    SAKER_ASSIGN_OR_RETURN(L.down, b.prepare_matrix(std::span<const TensorView>(&down, 1), p + "ffn_down.weight"));
+    SAKER_ASSIGN_OR_RETURN(L.gate_up,
+                           matrix({"ffn_gate.weight", "ffn_up.weight"}, {h.n_ff, h.n_ff}, p, sh.split()));
+    SAKER_ASSIGN_OR_RETURN(L.down, row_parallel(p + "ffn_down.weight", h.n_ff));
     layers_.push_back(L);
   }
 
@@ -93,32 +125,35 @@ Status DenseDecoderModel::bind_weights() {
   rope_local_ = rope_global_;
   rope_local_.theta_base = h.rope_theta_swa > 0 ? h.rope_theta_swa : h.rope_theta;
   rope_local_.freq_scale = 1.0;
-  attn_global_.n_head = h.n_head;
-  attn_global_.n_head_kv = h.n_head_kv;
+  attn_global_.n_head = local_.n_head;  // the rank's heads (their GQA groups stay whole)
+  attn_global_.n_head_kv = local_.n_head_kv;
   attn_global_.head_dim = h.head_dim;
   attn_global_.scale = h.attn_scale;
   attn_global_.soft_cap = h.attn_soft_cap;
   attn_local_ = attn_global_;
   attn_local_.sliding_window = static_cast<int32_t>(h.sliding_window);
 
+  const LocalDims& d = local_;
   std::vector<ActivationSpec> buffers(kNumBuffers);
-  buffers[kX] = {h.n_embd};                         // [T, n_embd] residual stream
+  buffers[kX] = {h.n_embd};                         // [T, n_embd] residual stream (replicated)
   buffers[kH] = {h.n_embd};                         // [T, n_embd] normed input of a matmul / block output
-  buffers[kQkv] = {h.q_dim() + 2 * h.kv_dim()};     // [T, q_dim + 2 kv_dim]
-  buffers[kAttn] = {h.q_dim()};                     // [T, n_head * head_dim]
-  buffers[kGateUp] = {2 * h.n_ff};                  // [T, 2 n_ff]
-  buffers[kAct] = {h.n_ff};                         // [T, n_ff]
+  buffers[kQkv] = {d.q_dim() + 2 * d.kv_dim()};     // [T, q_dim + 2 kv_dim] (local)
+  buffers[kAttn] = {d.q_dim()};                     // [T, n_head * head_dim] (local)
+  buffers[kGateUp] = {2 * d.n_ff};                  // [T, 2 n_ff] (local)
+  buffers[kAct] = {d.n_ff};                         // [T, n_ff] (local)
   buffers[kXo] = {h.n_embd, /*per_output=*/true};   // [n_out, n_embd] rows that reach the head
-  return b.reserve(buffers, h.n_vocab, attn_global_);
+  return b.reserve(buffers, d.n_vocab, attn_global_);
 }
 
 Status DenseDecoderModel::project_residual(const PreparedMatrix& w, const Act& in, const PreparedVector* post_norm,
                                            const Act& x, const Act& h) {
   OpBackend& b = *backend_;
-  if (!post_norm) return b.matmul(w, in, x, /*accumulate=*/true);
-  // Gemma: the block's output is normed before it joins the residual stream.
+  if (!post_norm && !shard_.split()) return b.matmul(w, in, x, /*accumulate=*/true);
   SAKER_RETURN_IF_ERROR(b.matmul(w, in, h, false));
-  SAKER_RETURN_IF_ERROR(b.rms_norm(h, *post_norm, hp_.rms_eps, h));
+  // Tensor parallel: each rank's product is a partial sum over its input columns; all ranks add the same total.
+  SAKER_RETURN_IF_ERROR(b.all_reduce(h));
+  // Gemma: the block's output is normed before it joins the residual stream.
+  if (post_norm) SAKER_RETURN_IF_ERROR(b.rms_norm(h, *post_norm, hp_.rms_eps, h));
   return b.add(x, h, x);
 }
 
@@ -144,14 +179,14 @@ Status DenseDecoderModel::body(const ForwardBatch& batch) {
     if (L.qkv_bias) SAKER_RETURN_IF_ERROR(b.add_row_bias(qkv, *L.qkv_bias));  // qwen2: before any norm or RoPE
     SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, spec, L.q_norm, L.k_norm, h.rms_eps,
                                                   local ? rope_local_ : rope_global_, li));
-    SAKER_RETURN_IF_ERROR(b.attention(qkv.columns(0, h.q_dim()), li, spec, attn));
-    b.trace(attn, "attn_out", li, h.n_head);
+    SAKER_RETURN_IF_ERROR(b.attention(qkv.columns(0, local_.q_dim()), li, spec, attn));
+    b.trace(attn, "attn_out", li, local_.n_head);
     SAKER_RETURN_IF_ERROR(project_residual(*L.wo, attn, L.post_attn_norm, x, hb));
     b.trace(x, "attn_residual", li);
     // MLP block: x += [post_norm] W_down (act(W_gate h) * W_up h), gate|up from one matmul.
     SAKER_RETURN_IF_ERROR(b.norm_matmul(x, *L.ffn_norm, h.rms_eps, hb, *L.gate_up, gu, false));
     b.trace(hb, "ffn_norm", li);
-    const Act gate = gu.columns(0, h.n_ff), up = gu.columns(h.n_ff, h.n_ff);
+    const Act gate = gu.columns(0, local_.n_ff), up = gu.columns(local_.n_ff, local_.n_ff);
     SAKER_RETURN_IF_ERROR(geglu_ ? b.geglu_tanh(gate, up, act) : b.swiglu(gate, up, act));
     SAKER_RETURN_IF_ERROR(project_residual(*L.down, act, L.post_ffn_norm, x, hb));
     b.trace(x, "l_out", li);
@@ -170,7 +205,7 @@ Status DenseDecoderModel::head(int64_t first, int64_t n) {
   const Act x = b.buffer(kX, b.step_tokens());
   const Act xo = b.buffer(kXo, n);  // [n, n_embd]
   SAKER_RETURN_IF_ERROR(b.gather_outputs(x, first, xo));
-  const Act logits = b.logits(first, n);  // [n, n_vocab]
+  const Act logits = b.logits(first, n);  // [n, n_vocab] (a rank: its vocabulary slice)
   SAKER_RETURN_IF_ERROR(b.norm_matmul(xo, *output_norm_, h.rms_eps, xo, *output_, logits, false));
   b.trace(xo, "result_norm");
   if (h.final_soft_cap > 0.0f) SAKER_RETURN_IF_ERROR(b.soft_cap(logits, h.final_soft_cap));
@@ -208,7 +243,7 @@ Status DenseDecoderModel::forward(const ForwardBatch& batch, std::span<const Lay
   request.kv = kv;
   request.logits = logits;
   request.argmax = batch.argmax;
-  request.n_vocab = h.n_vocab;
+  request.n_vocab = local_.n_vocab;
   if (!batch.taps.layers.empty()) {  // out: [T, n_taps, n_embd], as body() writes it
     request.taps_out = batch.taps.out;
     request.taps_stride = static_cast<int64_t>(batch.taps.layers.size()) * h.n_embd;

@@ -110,6 +110,13 @@ void write_gguf_hparams(const ModelHParams& h, const std::string& name, const st
   w->set(a + "attention.layer_norm_rms_epsilon", GgufValue::from_f32(h.rms_eps));
   w->set(a + "rope.freq_base", GgufValue::from_f32(static_cast<float>(h.rope_theta)));
   w->set(a + "vocab_size", u32(h.n_vocab));
+  if (h.sliding_window > 0) {
+    w->set(a + "attention.sliding_window", u32(h.sliding_window));
+    w->set(a + "attention.sliding_window_pattern", u32(h.swa_period));
+    w->set(a + "rope.freq_base_swa", GgufValue::from_f32(static_cast<float>(h.rope_theta_swa)));
+  }
+  if (h.attn_soft_cap > 0) w->set(a + "attn_logit_softcapping", GgufValue::from_f32(h.attn_soft_cap));
+  if (h.final_soft_cap > 0) w->set(a + "final_logit_softcapping", GgufValue::from_f32(h.final_soft_cap));
 }
 
 Result<ModelHParams> hparams_from_gguf(const GgufFile& f) {

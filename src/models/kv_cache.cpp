@@ -7,7 +7,7 @@ namespace saker {
 
 KvCacheConfig kv_cache_config_for(const Model& model, int64_t n_tokens) {
   const ModelHParams& h = model.hparams();
-  return kv_cache_config(h.n_layer, h.n_head_kv, h.head_dim, n_tokens, model.kv_dtype());
+  return kv_cache_config(h.n_layer, model.kv_heads(), h.head_dim, n_tokens, model.kv_dtype());
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {

@@ -27,10 +27,10 @@ Result<Device> parse_device(const std::string& name) {
 
 Result<std::unique_ptr<KvStorage>> Model::allocate_kv(const KvCacheConfig& config) const {
   const ModelHParams& h = hparams();
-  if (config.n_layer != h.n_layer || config.n_head_kv != h.n_head_kv || config.head_dim != h.head_dim) {
+  if (config.n_layer != h.n_layer || config.n_head_kv != kv_heads() || config.head_dim != h.head_dim) {
     return make_error(StatusCode::kInvalidArgument,
                       "KV cache of {} layers x {} kv heads x {} does not fit the model's {} x {} x {}", config.n_layer,
-                      config.n_head_kv, config.head_dim, h.n_layer, h.n_head_kv, h.head_dim);
+                      config.n_head_kv, config.head_dim, h.n_layer, kv_heads(), h.head_dim);
   }
   if (device() == Device::kCuda) {
 #if SAKER_HAS_CUDA

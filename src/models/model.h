@@ -45,6 +45,9 @@ struct OpsOptions {
   // CUDA: tokens one forward may carry (the scratch buffers are sized for it; longer batches are split).
   int64_t max_batch_tokens = 2048;
   bool cuda_graphs = true;     // capture decode steps (<= 64 tokens) in CUDA graphs and replay them
+  // Tensor-parallel ranks (models/tensor_parallel_model.h): > 1 splits the model over that many in-process CPU
+  // ranks on threads, each with about 1 / N of the thread pool; on CUDA it needs the NCCL build (not yet wired).
+  int tensor_parallel = 1;
 };
 
 // "cpu" | "cuda" | "auto" (cuda when a GPU is visible and the CUDA backend is built).
@@ -66,6 +69,8 @@ class Model {
   // The first weight whose rows' numbers depend on the batch width on this backend (OpBackend), empty when
   // none: then speculative decoding gives plain decoding's tokens exactly.
   virtual std::string width_dependent_weight() const { return {}; }
+  // KV heads per layer this model's storage holds: hparams().n_head_kv, or a tensor-parallel rank's slice.
+  virtual int64_t kv_heads() const { return hparams().n_head_kv; }
 };
 
 // Binds the weights of a supported architecture (models/registry.cpp) over the backend of options.device

@@ -1,6 +1,7 @@
 #include "models/registry.h"
 
 #include "models/dense_decoder.h"
+#include "models/tensor_parallel_model.h"
 #include "ops/cpu/cpu_backend.h"
 #if SAKER_HAS_CUDA
 #include "models/cuda/cuda_backend.h"
@@ -47,8 +48,9 @@ Result<std::unique_ptr<Model>> create_model(std::shared_ptr<const ModelWeights> 
   const std::string& arch = weights->hparams().arch;
   const ModelArchitecture* a = find_architecture(arch);
   if (!a) return make_error(StatusCode::kUnsupported, "no forward pass for architecture '{}'", arch);
+  if (options.tensor_parallel != 1) return TensorParallelModel::create(std::move(weights), options);
   SAKER_ASSIGN_OR_RETURN(std::unique_ptr<OpBackend> backend, create_backend(options));
-  return a->create(std::move(weights), std::move(backend));
+  return a->create(std::move(weights), std::move(backend), TensorShard{});
 }
 
 }  // namespace saker

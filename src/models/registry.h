@@ -6,12 +6,14 @@
 #include <string>
 
 #include "models/model.h"
+#include "models/tensor_shard.h"
 #include "ops/backend.h"
 
 namespace saker {
 
+// `shard`: which tensor-parallel slice to bind (the whole model at one rank); the backend reduces over its ranks.
 using ModelFactory = Result<std::unique_ptr<Model>> (*)(std::shared_ptr<const ModelWeights> weights,
-                                                         std::unique_ptr<OpBackend> backend);
+                                                         std::unique_ptr<OpBackend> backend, const TensorShard& shard);
 
 struct ModelArchitecture {
   const char* arch;  // GGUF general.architecture (HF folders map to it in hparams)

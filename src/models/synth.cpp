@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <span>
 
@@ -93,18 +94,30 @@ constexpr Preset kQwen2Presets[] = {
     {"1.5b", 1536, 28, 12, 2, 128, 8960, 151936, 32768, true},
     {"7b", 3584, 28, 28, 4, 128, 18944, 152064, 32768, false},
 };
+// llama and gemma3: tiny geometries for tests only.
+constexpr Preset kTinyPresets[] = {
+    {"tiny", 256, 2, 4, 2, 64, 512, 1024, 4096, true},
+};
+// Every architecture: 8 query heads over 4 kv heads, so that the model splits over 2 and 4 tensor-parallel
+// ranks; a vocabulary of 1030 rows, which does not divide by 4; 3 layers (gemma3: local, global, local).
+constexpr Preset kGqaPreset = {"tiny-gqa", 256, 3, 8, 4, 64, 1024, 1030, 4096, false};
 
 }  // namespace
 
 Result<ModelHParams> synth_hparams(const std::string& arch, const std::string& preset) {
-  if (arch != "qwen3" && arch != "qwen2") {
-    return make_error(StatusCode::kUnsupported, "synth: architecture '{}' is not supported (supported: qwen3, qwen2)",
-                      arch);
+  if (arch != "qwen3" && arch != "qwen2" && arch != "llama" && arch != "gemma3") {
+    return make_error(StatusCode::kUnsupported,
+                      "synth: architecture '{}' is not supported (supported: qwen3, qwen2, llama, gemma3)", arch);
   }
-  const std::span<const Preset> presets = arch == "qwen2" ? std::span<const Preset>(kQwen2Presets)
-                                                          : std::span<const Preset>(kQwen3Presets);
+  const std::span<const Preset> presets = arch == "qwen2"   ? std::span<const Preset>(kQwen2Presets)
+                                          : arch == "qwen3" ? std::span<const Preset>(kQwen3Presets)
+                                                            : std::span<const Preset>(kTinyPresets);
+  const Preset* found = preset == kGqaPreset.name ? &kGqaPreset : nullptr;
   for (const Preset& p : presets) {
-    if (preset != p.name) continue;
+    if (preset == p.name) found = &p;
+  }
+  if (found) {
+    const Preset& p = *found;
     ModelHParams h;
     h.arch = arch;
     h.n_embd = p.n_embd;
@@ -117,13 +130,23 @@ Result<ModelHParams> synth_hparams(const std::string& arch, const std::string& p
     h.n_ctx_train = p.n_ctx;
     h.rms_eps = 1e-6f;
     h.rope_theta = 1e6;
-    h.tied_embeddings = p.tied;
-    h.qk_norm = arch == "qwen3";
+    h.tied_embeddings = p.tied || (arch == "gemma3" && p.name == kGqaPreset.name);  // Gemma ties its head
+    h.qk_norm = arch == "qwen3" || arch == "gemma3";
     h.qkv_bias = arch == "qwen2";
+    h.rope_style = arch == "llama" ? ref::RopeStyle::kInterleaved : ref::RopeStyle::kNeox;
+    if (arch == "gemma3") {  // local layers of an 8-token window between global ones; both soft caps
+      h.sliding_window = 8;
+      h.swa_period = 2;
+      h.rope_theta_swa = 10000.0;
+      h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+      h.attn_soft_cap = 50.0f;
+      h.final_soft_cap = 30.0f;
+    }
     return h;
   }
   std::string names;
   for (const Preset& p : presets) names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+  names += fmt::format(", {}", kGqaPreset.name);
   return make_error(StatusCode::kInvalidArgument, "synth: unknown preset '{}' for {} ({})", preset, arch, names);
 }
 
@@ -233,6 +256,10 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
       SAKER_RETURN_IF_ERROR(add(p + "attn_q.bias", "attn_q_bias", l, {h.q_dim()}));
       SAKER_RETURN_IF_ERROR(add(p + "attn_k.bias", "attn_k_bias", l, {h.kv_dim()}));
       SAKER_RETURN_IF_ERROR(add(p + "attn_v.bias", "attn_v_bias", l, {h.kv_dim()}));
+    }
+    if (h.arch == "gemma3") {  // norms of the attention and MLP outputs before the residual adds
+      SAKER_RETURN_IF_ERROR(add(p + "post_attention_norm.weight", "post_attention_norm", l, {h.n_embd}));
+      SAKER_RETURN_IF_ERROR(add(p + "post_ffw_norm.weight", "post_ffw_norm", l, {h.n_embd}));
     }
     SAKER_RETURN_IF_ERROR(add(p + "ffn_norm.weight", "ffn_norm", l, {h.n_embd}));
     SAKER_RETURN_IF_ERROR(add(p + "ffn_gate.weight", "ffn_gate", l, {h.n_ff, h.n_embd}));

@@ -12,8 +12,10 @@
 namespace saker {
 
 struct SynthOptions {
-  std::string arch = "qwen3";   // qwen3 | qwen2
-  std::string preset = "tiny";  // tiny | 0.6b | 8b | 32b (qwen3); tiny | 1.5b | 7b (qwen2)
+  std::string arch = "qwen3";   // qwen3 | qwen2 | llama | gemma3
+  // tiny | 0.6b | 8b | 32b (qwen3); tiny | 1.5b | 7b (qwen2); tiny (llama, gemma3); tiny-gqa (every arch: splits
+  // over 2 and 4 tensor-parallel ranks)
+  std::string preset = "tiny";
   std::string type = "f16";     // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k | q5_k | q6_k | iq4_xs | q4_k_m | q5_k_m
   uint64_t seed = 1;
   std::function<void(size_t done, size_t total)> progress;

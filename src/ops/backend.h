@@ -141,6 +141,11 @@ class OpBackend {
   // out [n, cols] = x rows output_rows[first .. first + n).
   virtual Status gather_outputs(const Act& x, int64_t first, const Act& out) = 0;
   virtual Status soft_cap(const Act& x, float cap) = 0;
+  // Tensor parallelism: x [rows, cols] contiguous (+)= the same window of every other rank, in place, with the
+  // same bits on every rank (parallel/communicator.h). n_ranks() is how many ranks the backend reduces over; a
+  // backend without a communicator is one rank and all_reduce does nothing.
+  virtual int n_ranks() const { return 1; }
+  virtual Status all_reduce(const Act&) { return {}; }
   // The head's last op: argmax ids of logits(first, n) (when asked) and the copies out.
   virtual Status emit_outputs(const Act& logits, int64_t first) = 0;
   // Hidden-state taps: x [T, n] rows to host out + t * out_stride, out inside a row of the request's taps_out

@@ -164,3 +164,19 @@ def test_bad_sampling_parameter(saker):
 
 def test_synth_unknown_preset(saker, tmp_path):
     expect_error(saker, "synth", "--preset", "700b", "-o", tmp_path / "x.gguf", match=r"unknown preset '700b'")
+
+
+def test_run_tensor_parallel_gives_the_same_text(saker, tmp_path):
+    m = tmp_path / "qwen3-tiny-gqa.gguf"
+    saker("synth", "--arch", "qwen3", "--preset", "tiny-gqa", "--type", "q8_0", "-o", m)
+    args = ["run", "-m", m, "-p", "def hello():", "-n", "24", "--temp", "0", "--ignore-eos", "--print-ids",
+            "--device", "cpu"]
+    one = saker(*args)
+    for n in ["2", "4"]:
+        split = saker(*args, "--tensor-parallel", n)
+        assert split.stdout == one.stdout
+        assert len(ids_line(split.stdout)) == 24
+    cuda = saker(*args[:-2], "--device", "cuda", "--tensor-parallel", "2", check=False)
+    assert cuda.returncode != 0 and b"NCCL" in cuda.stderr
+    bad = saker(*args, "--tensor-parallel", "3", check=False)
+    assert bad.returncode != 0 and b"divisible by 3" in bad.stderr

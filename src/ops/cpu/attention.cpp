@@ -41,7 +41,7 @@ Status attention(const TensorView& q, const TensorView& k_cache, const TensorVie
   const FloatDotFn k_dot = simd ? avx2_float_dot(k_cache.dtype) : dot_rows_portable;
   const bool convert_k = !simd && k_cache.dtype != DType::kF32;
 
-  ThreadPool::global().parallel_for(n_tokens * n_head_kv, [&](int64_t begin, int64_t end) {
+  ThreadPool::current().parallel_for(n_tokens * n_head_kv, [&](int64_t begin, int64_t end) {
     Scratch s;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / n_head_kv, g = item % n_head_kv;

@@ -26,7 +26,7 @@ Status blas_matmul(const TensorView& x, const TensorView& w, const TensorView& o
   const int64_t n_tokens = x.n_rows(), n_out = w.dim(0), n_in = w.dim(1);
   // Tiles of up to 256 weight rows (measured on a 4096 x 4096 Q4_K, 512 rows: 16-row tiles cost 1.6x more
   // time, 1024-row tiles no less), but at least two tiles per thread so the pool stays balanced.
-  const int64_t per_thread = (n_out + 2 * ThreadPool::global().size() - 1) / (2 * ThreadPool::global().size());
+  const int64_t per_thread = (n_out + 2 * ThreadPool::current().size() - 1) / (2 * ThreadPool::current().size());
   const int64_t tile_rows = std::clamp<int64_t>((per_thread + 15) / 16 * 16, 32, 256);
   const int64_t n_tiles = (n_out + tile_rows - 1) / tile_rows;
   const int64_t ldx = x.n_dims >= 2 ? x.stride_bytes[x.n_dims - 2] / 4 : n_in;
@@ -34,7 +34,7 @@ Status blas_matmul(const TensorView& x, const TensorView& w, const TensorView& o
   const bool direct = w.dtype == DType::kF32;  // f32 weights are used in place
   const auto* x0 = static_cast<const float*>(x.data);
   auto* out0 = static_cast<float*>(out.data);
-  ThreadPool::global().parallel_for(n_tiles, [&](int64_t begin, int64_t end) {
+  ThreadPool::current().parallel_for(n_tiles, [&](int64_t begin, int64_t end) {
     std::vector<float> tile(direct ? 0 : static_cast<size_t>(tile_rows * n_in));
     for (int64_t ti = begin; ti < end; ++ti) {
       const int64_t r0 = ti * tile_rows, rows = std::min(tile_rows, n_out - r0);

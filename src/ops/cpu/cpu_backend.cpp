@@ -273,6 +273,12 @@ Status CpuBackend::soft_cap(const Act& x, float cap) {
   return {};
 }
 
+Status CpuBackend::all_reduce(const Act& x) {
+  if (!options_.communicator || options_.communicator->size() == 1) return {};
+  if (!x.contiguous()) return make_error(StatusCode::kInvalidArgument, "cpu all_reduce: x rows must be contiguous");
+  return options_.communicator->all_reduce_sum(x.data, x.rows * x.cols);
+}
+
 Status CpuBackend::emit_outputs(const Act& logits, int64_t first) {
   if (!step_.argmax) return {};
   const std::span<int32_t> ids(step_.argmax + first, static_cast<size_t>(logits.rows));
@@ -289,7 +295,7 @@ Status CpuBackend::copy_rows_to_host(const Act& x, float* out, int64_t out_strid
 }
 
 void CpuBackend::trace(const Act& x, const char* name, int layer, int64_t heads) {
-  if (!trace_enabled()) return;
+  if (!options_.trace || !trace_enabled()) return;
   if (heads > 0) {
     saker::trace(f32(dense(x, tmp_), {x.rows, heads, x.cols / heads}), name, layer);
   } else {

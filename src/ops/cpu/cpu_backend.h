@@ -14,6 +14,7 @@
 
 #include "ops/backend.h"
 #include "ops/cpu/matmul.h"
+#include "parallel/communicator.h"
 
 namespace saker {
 
@@ -21,6 +22,9 @@ struct CpuBackendOptions {
   bool fast_matmul = true;     // cpu::matmul (SIMD, threads, BLAS); false: ref::matmul
   bool fast_attention = true;  // cpu::attention; false: ref::attention
   cpu::MatmulOptions matmul;
+  // A tensor-parallel rank's collectives (not owned); null: one rank.
+  Communicator* communicator = nullptr;
+  bool trace = true;  // false: the trace hook stays quiet (every tensor-parallel rank but rank 0)
 };
 
 class CpuBackend final : public OpBackend {
@@ -50,6 +54,8 @@ class CpuBackend final : public OpBackend {
   Status geglu_tanh(const Act& gate, const Act& up, const Act& out) override;
   Status gather_outputs(const Act& x, int64_t first, const Act& out) override;
   Status soft_cap(const Act& x, float cap) override;
+  int n_ranks() const override { return options_.communicator ? options_.communicator->size() : 1; }
+  Status all_reduce(const Act& x) override;
   Status emit_outputs(const Act& logits, int64_t first) override;
   Status copy_rows_to_host(const Act& x, float* out, int64_t out_stride) override;
   void trace(const Act& x, const char* name, int layer, int64_t heads) override;

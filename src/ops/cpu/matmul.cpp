@@ -61,12 +61,12 @@ void matmul_quant(const TensorView& x, const TensorView& w, const TensorView& ou
   const int64_t n_blocks = n_in / kActBlock;
   const ActQuant style = act_quant_for(w.dtype);
   std::vector<ActBlock> xq(static_cast<size_t>(n_tokens * n_blocks));
-  ThreadPool::global().parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+  ThreadPool::current().parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       quantize_act_row(static_cast<const float*>(x.row(t)), &xq[t * n_blocks], n_in, style);
     }
   }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n_in)));
-  ThreadPool::global().parallel_for(n_out, [&](int64_t begin, int64_t end) {
+  ThreadPool::current().parallel_for(n_out, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
       dot_all_tokens(dot, w.row(o), n_tokens, n_in, [&](int64_t t) -> const ActBlock* { return &xq[t * n_blocks]; },
                      out, o);
@@ -76,7 +76,7 @@ void matmul_quant(const TensorView& x, const TensorView& w, const TensorView& ou
 
 void matmul_float(const TensorView& x, const TensorView& w, const TensorView& out, FloatDotFn dot) {
   const int64_t n_tokens = x.n_rows(), n_out = w.dim(0), n_in = w.dim(1);
-  ThreadPool::global().parallel_for(n_out, [&](int64_t begin, int64_t end) {
+  ThreadPool::current().parallel_for(n_out, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
       dot_all_tokens(dot, w.row(o), n_tokens, n_in, [&](int64_t t) { return static_cast<const float*>(x.row(t)); },
                      out, o);
@@ -87,7 +87,7 @@ void matmul_float(const TensorView& x, const TensorView& w, const TensorView& ou
 // Any dtype: each weight row is dequantised once into f32 and dotted with every token row.
 void matmul_dequant(const TensorView& x, const TensorView& w, const TensorView& out, FloatDotFn dot) {
   const int64_t n_tokens = x.n_rows(), n_out = w.dim(0), n_in = w.dim(1);
-  ThreadPool::global().parallel_for(n_out, [&](int64_t begin, int64_t end) {
+  ThreadPool::current().parallel_for(n_out, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(n_in));
     for (int64_t o = begin; o < end; ++o) {
       to_f32_row(w.dtype, w.row(o), row.data(), n_in, false);  // dtype checked by check_matmul_args

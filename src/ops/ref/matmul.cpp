@@ -33,7 +33,7 @@ Status matmul(const TensorView& x, const TensorView& w, const TensorView& out) {
   // Output rows are independent, so splitting them over threads cannot change a single bit of the result;
   // it only keeps the oracle usable on real model sizes.
   const int64_t min_rows = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_tokens));
-  ThreadPool::global().parallel_for(
+  ThreadPool::current().parallel_for(
       n_out,
       [&](int64_t begin, int64_t end) {
         std::vector<float> w_row(static_cast<size_t>(n_in));
