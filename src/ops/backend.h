@@ -78,6 +78,10 @@ struct StepRequest {
   float* taps_out = nullptr;
   int64_t taps_stride = 0;
   std::span<const int32_t> tap_layers;
+  // Host rows a program reads instead of (or besides) token embeddings: input + t * input_stride for step token
+  // t (a drafter's context: the target's tapped hidden states); null: none.
+  const float* input = nullptr;
+  int64_t input_stride = 0;
 };
 
 // A forward written once: body() runs embedding and layers over the backend's current step (step_tokens()
@@ -116,6 +120,11 @@ class OpBackend {
 
   // Ops. Row counts come from the Acts; every op over the step's tokens reads the step's inputs.
   virtual Status embedding(const PreparedMatrix& table, float scale, const Act& out) = 0;  // out [T, n_embd]
+  // out [T, cols] = the request's input rows (their first cols floats). A backend without it says so.
+  virtual Status load_input(const Act& out) {
+    (void)out;
+    return Status(StatusCode::kUnsupported, "this backend does not read host input rows in a step");
+  }
   virtual Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) = 0;
   // out (+)= x W^T: x [rows, n_in] contiguous, out [rows, n_out]; accumulate adds to out (the residual).
   virtual Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) = 0;
@@ -130,7 +139,8 @@ class OpBackend {
   virtual Status add_row_bias(const Act& x, const PreparedVector& bias) = 0;  // x [rows, n] += bias [n]
   virtual Status add(const Act& a, const Act& b, const Act& out) = 0;          // contiguous, same shape
   // qkv [T, (n_head + 2 n_head_kv) head_dim]: optional per-head RMSNorm of q and k (norms null: none), RoPE of
-  // q and k at the step's positions, then k and v into layer `layer`'s KV pages at the step's slots.
+  // q and k at the step's positions, then k and v into layer `layer`'s KV pages at the step's slots. n_head 0:
+  // rows of k|v only (a drafter's context rows, which never query).
   virtual Status qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
                                        const PreparedVector* k_norm, float eps, const RopeSpec& rope, int layer) = 0;
   // q [T, n_head head_dim] (rows may be strided), out [T, n_head head_dim] contiguous.

@@ -6,35 +6,29 @@
 #include <numeric>
 
 #include "engine/sequence_batch.h"
-#include "ops/cpu/attention.h"
-#include "ops/cpu/matmul.h"
-#include "ops/ref/add.h"
-#include "ops/ref/attention.h"
-#include "ops/ref/embedding.h"
-#include "ops/ref/kv_write.h"
-#include "ops/ref/matmul.h"
-#include "ops/ref/rms_norm.h"
-#include "ops/ref/rope.h"
-#include "ops/ref/swiglu.h"
+#include "models/kv_cache.h"
+#include "models/registry.h"
 #include "sample/logprobs.h"
 
 namespace saker::spec {
-namespace {
-
-TensorView f32(float* p, std::initializer_list<int64_t> shape) { return TensorView::contiguous(p, DType::kF32, shape); }
-
-}  // namespace
 
 Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(std::shared_ptr<const DFlashWeights> weights,
                                                              int64_t n_ctx, const OpsOptions& ops) {
   if (!weights) return make_error(StatusCode::kInvalidArgument, "a drafter needs its weights");
   if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "drafter context must be positive (got {})", n_ctx);
+  if (ops.device != Device::kCpu) {
+    return make_error(StatusCode::kUnsupported,
+                      "the DFlash drafter runs on the CPU backend only for now (the CUDA backend does not read host "
+                      "input rows in a step yet)");
+  }
   std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
   d->w_ = std::move(weights);
-  d->ops_ = ops;
+  SAKER_ASSIGN_OR_RETURN(d->backend_, create_backend(ops));
+  SAKER_RETURN_IF_ERROR(d->bind_weights());
   const DFlashConfig& c = d->w_->config;
-  const KvCacheConfig kc = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, DType::kF32);
-  SAKER_ASSIGN_OR_RETURN(d->kv_, KvCache::create(kc));
+  const KvCacheConfig kc = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, d->backend_->kv_dtype());
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(kc));
+  d->kv_ = std::move(kv);
   d->block_table_.resize(kc.n_blocks);
   std::iota(d->block_table_.begin(), d->block_table_.end(), 0);
   d->n_ctx_ = kc.n_blocks * kc.block_size;
@@ -48,29 +42,104 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& di
   return create(std::move(w), n_ctx, ops);
 }
 
-Status DFlashDrafter::matmul(const TensorView& x, const TensorView& w, const TensorView& out) const {
-  if (ops_.fast_matmul) return cpu::matmul(x, w, out, ops_.matmul);
-  return ref::matmul(x, w, out);
+Status DFlashDrafter::bind_weights() {
+  const DFlashConfig& c = w_->config;
+  OpBackend& b = *backend_;
+  const auto matrix = [&](std::initializer_list<TensorView> parts, const std::string& name) {
+    return b.prepare_matrix(std::span<const TensorView>(parts.begin(), parts.size()), name);
+  };
+  const auto vector = [&](const TensorView& t) { return b.prepare_vector(std::span<const TensorView>(&t, 1)); };
+  SAKER_ASSIGN_OR_RETURN(token_embd_, matrix({w_->token_embd}, "token_embd.weight (target)"));
+  SAKER_ASSIGN_OR_RETURN(output_, matrix({w_->output}, "output.weight (target)"));
+  SAKER_ASSIGN_OR_RETURN(fc_, matrix({w_->fc}, "fc.weight"));
+  SAKER_ASSIGN_OR_RETURN(hidden_norm_, vector(w_->hidden_norm));
+  SAKER_ASSIGN_OR_RETURN(norm_, vector(w_->norm));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const DFlashWeights::Layer& W = w_->layers[l];
+    const std::string p = fmt::format("layers.{}.", l);
+    Layer L;
+    SAKER_ASSIGN_OR_RETURN(L.input_norm, vector(W.input_norm));
+    SAKER_ASSIGN_OR_RETURN(L.post_attn_norm, vector(W.post_attn_norm));
+    SAKER_ASSIGN_OR_RETURN(L.q_norm, vector(W.q_norm));
+    SAKER_ASSIGN_OR_RETURN(L.k_norm, vector(W.k_norm));
+    SAKER_ASSIGN_OR_RETURN(L.qkv, matrix({W.wq, W.wk, W.wv}, p + "self_attn.q|k|v_proj"));
+    SAKER_ASSIGN_OR_RETURN(L.kv, matrix({W.wk, W.wv}, p + "self_attn.k|v_proj"));
+    SAKER_ASSIGN_OR_RETURN(L.wo, matrix({W.wo}, p + "self_attn.o_proj"));
+    SAKER_ASSIGN_OR_RETURN(L.gate_up, matrix({W.w_gate, W.w_up}, p + "mlp.gate|up_proj"));
+    SAKER_ASSIGN_OR_RETURN(L.down, matrix({W.w_down}, p + "mlp.down_proj"));
+    layers_.push_back(L);
+  }
+  attn_.n_head = c.n_head;
+  attn_.n_head_kv = c.n_head_kv;
+  attn_.head_dim = c.head_dim;  // scale 0: 1 / sqrt(head_dim)
+  attn_kv_only_ = attn_;
+  attn_kv_only_.n_head = 0;
+  rope_.theta_base = c.rope_theta;
+  const int64_t n_taps = static_cast<int64_t>(c.target_layers.size());
+  std::vector<ActivationSpec> buffers(kNumBuffers);
+  buffers[kH] = {c.n_embd};                             // [T, n_embd] hidden state (block) / fused context
+  buffers[kHn] = {c.n_embd};                            // [T, n_embd] normed input of a matmul
+  buffers[kQkv] = {c.q_dim() + 2 * c.kv_dim()};         // [T, q_dim + 2 kv_dim] (context rows: k|v first)
+  buffers[kAttn] = {c.q_dim()};                         // [T, n_head * head_dim]
+  buffers[kGateUp] = {2 * c.n_ff};                      // [T, 2 n_ff]
+  buffers[kAct] = {c.n_ff};                             // [T, n_ff]
+  buffers[kTaps] = {n_taps * c.n_embd};                 // [T, n_taps * n_embd] the target's taps
+  buffers[kXo] = {c.n_embd, /*per_output=*/true};       // [n_out, n_embd] block rows that reach the head
+  return b.reserve(buffers, c.n_vocab, attn_);
 }
 
-Status DFlashDrafter::write_kv(int64_t l, const TensorView& x, int64_t first, std::vector<float>* k,
-                               std::vector<float>* v) {
+Status DFlashDrafter::context_body() {
   const DFlashConfig& c = w_->config;
-  const Layer& L = w_->layers[l];
-  const int64_t n = x.shape[0];
-  k->resize(n * c.kv_dim());
-  v->resize(n * c.kv_dim());
-  SAKER_RETURN_IF_ERROR(matmul(x, L.wk, f32(k->data(), {n, c.kv_dim()})));
-  SAKER_RETURN_IF_ERROR(matmul(x, L.wv, f32(v->data(), {n, c.kv_dim()})));
-  const TensorView kh = f32(k->data(), {n * c.n_head_kv, c.head_dim});
-  SAKER_RETURN_IF_ERROR(ref::rms_norm(kh, L.k_norm, kh, static_cast<float>(c.rms_eps)));
-  const SequenceBatch b(block_table_, first, n, AttentionMask::kCausal);
-  ref::RopeParams rope;
-  rope.theta_base = c.rope_theta;
-  const TensorView k3 = f32(k->data(), {n, c.n_head_kv, c.head_dim});
-  SAKER_RETURN_IF_ERROR(ref::rope(k3, b.attn.token_pos, rope));
-  const LayerKv& cache = kv_->layers()[l];
-  return ref::kv_write(k3, f32(v->data(), {n, c.n_head_kv, c.head_dim}), cache.k, cache.v, b.attn);
+  OpBackend& b = *backend_;
+  const int64_t T = b.step_tokens();
+  const float eps = static_cast<float>(c.rms_eps);
+  const Act taps = b.buffer(kTaps, T), ctx = b.buffer(kH, T), kv = b.buffer(kQkv, T).columns(0, 2 * c.kv_dim());
+  SAKER_RETURN_IF_ERROR(b.load_input(taps));
+  // ctx = hidden_norm(fc(taps)): the norm into the first layer's k|v matmul, which writes ctx itself.
+  SAKER_RETURN_IF_ERROR(b.matmul(*fc_, taps, ctx, false));
+  SAKER_RETURN_IF_ERROR(b.rms_norm(ctx, *hidden_norm_, eps, ctx));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const Layer& L = layers_[l];
+    SAKER_RETURN_IF_ERROR(b.matmul(*L.kv, ctx, kv, false));
+    SAKER_RETURN_IF_ERROR(
+        b.qk_norm_rope_kv_write(kv, attn_kv_only_, nullptr, L.k_norm, eps, rope_, static_cast<int>(l)));
+  }
+  return {};
+}
+
+Status DFlashDrafter::block_body() {
+  const DFlashConfig& c = w_->config;
+  OpBackend& b = *backend_;
+  const int64_t T = b.step_tokens();
+  const float eps = static_cast<float>(c.rms_eps);
+  const Act h = b.buffer(kH, T), hn = b.buffer(kHn, T), qkv = b.buffer(kQkv, T), attn = b.buffer(kAttn, T);
+  const Act gu = b.buffer(kGateUp, T), act = b.buffer(kAct, T);
+  SAKER_RETURN_IF_ERROR(b.embedding(*token_embd_, 1.0f, h));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const Layer& L = layers_[l];
+    const int li = static_cast<int>(l);
+    // h += o_proj(attention(q, [context K/V, the block's own K/V])), all from norm(h); the block's K/V land in
+    // its slots first, so every row sees the whole block.
+    SAKER_RETURN_IF_ERROR(b.norm_matmul(h, *L.input_norm, eps, hn, *L.qkv, qkv, false));
+    SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, attn_, L.q_norm, L.k_norm, eps, rope_, li));
+    SAKER_RETURN_IF_ERROR(b.attention(qkv.columns(0, c.q_dim()), li, attn_, attn));
+    SAKER_RETURN_IF_ERROR(b.matmul(*L.wo, attn, h, /*accumulate=*/true));
+    // h += down(silu(gate) * up), from post_attn_norm(h).
+    SAKER_RETURN_IF_ERROR(b.norm_matmul(h, *L.post_attn_norm, eps, hn, *L.gate_up, gu, false));
+    SAKER_RETURN_IF_ERROR(b.swiglu(gu.columns(0, c.n_ff), gu.columns(c.n_ff, c.n_ff), act));
+    SAKER_RETURN_IF_ERROR(b.matmul(*L.down, act, h, /*accumulate=*/true));
+  }
+  return {};
+}
+
+// Rows 1..B-1 through the final norm and the target's head.
+Status DFlashDrafter::block_head(int64_t first, int64_t n) {
+  OpBackend& b = *backend_;
+  const Act xo = b.buffer(kXo, n);
+  SAKER_RETURN_IF_ERROR(b.gather_outputs(b.buffer(kH, b.step_tokens()), first, xo));
+  const Act logits = b.logits(first, n);
+  SAKER_RETURN_IF_ERROR(b.norm_matmul(xo, *norm_, static_cast<float>(w_->config.rms_eps), xo, *output_, logits, false));
+  return b.emit_outputs(logits, first);
 }
 
 Status DFlashDrafter::add_context(int64_t first, int64_t n, const float* taps) {
@@ -83,80 +152,58 @@ Status DFlashDrafter::add_context(int64_t first, int64_t n, const float* taps) {
   if (first + n > n_ctx_) {
     return make_error(StatusCode::kOutOfRange, "drafter context: position {} beyond its {} slots", first + n - 1, n_ctx_);
   }
-  const int64_t H = c.n_embd, n_taps = static_cast<int64_t>(c.target_layers.size());
-  std::vector<float> ctx(n * H), k, v;  // ctx [n, n_embd]
-  const TensorView cv = f32(ctx.data(), {n, H});
-  // [n, n_taps, n_embd] is [n, n_taps * n_embd]: the taps concatenated per position
-  SAKER_RETURN_IF_ERROR(matmul(f32(const_cast<float*>(taps), {n, n_taps * H}), w_->fc, cv));
-  SAKER_RETURN_IF_ERROR(ref::rms_norm(cv, w_->hidden_norm, cv, static_cast<float>(c.rms_eps)));
-  for (int64_t l = 0; l < c.n_layer; ++l) SAKER_RETURN_IF_ERROR(write_kv(l, cv, first, &k, &v));
+  const std::vector<int32_t> tokens(static_cast<size_t>(n), 0);  // read by no op: the input rows stand for them
+  const SequenceBatch batch(block_table_, first, n, AttentionMask::kCausal);
+  StepRequest r;
+  r.tokens = tokens;
+  r.attn = &batch.attn;
+  r.kv = kv_->layers();
+  r.n_vocab = c.n_vocab;
+  r.input = taps;  // [n, n_taps, n_embd] is [n, n_taps * n_embd]: the taps concatenated per position
+  r.input_stride = static_cast<int64_t>(c.target_layers.size()) * c.n_embd;
+  StepProgram program;
+  program.body = [&] { return context_body(); };
+  program.head = [](int64_t, int64_t) { return Status{}; };
+  SAKER_RETURN_IF_ERROR(backend_->run_step(r, program));
   n_context_ = first + n;
   return {};
 }
 
-Status DFlashDrafter::block_logits(int32_t pending, std::vector<float>* logits_out) {
+Status DFlashDrafter::run_block(int32_t pending, std::vector<float>* logits, std::vector<int32_t>* ids) {
   const DFlashConfig& c = w_->config;
-  const int64_t B = c.block_size, H = c.n_embd, s = n_context_;
+  const int64_t B = c.block_size, s = n_context_;
   if (s + B > n_ctx_) {
     return make_error(StatusCode::kOutOfRange, "drafter: a block at position {} does not fit its {} slots", s, n_ctx_);
   }
-  std::vector<int32_t> block(B, c.mask_token);
+  std::vector<int32_t> block(static_cast<size_t>(B), c.mask_token);
   block[0] = pending;
-  std::vector<float> h(B * H), hn(B * H), q(B * c.q_dim()), attn(B * c.q_dim());  // [B, ...]
-  std::vector<float> gate(B * c.n_ff), up(B * c.n_ff), k, v;
-  const TensorView hv = f32(h.data(), {B, H}), hnv = f32(hn.data(), {B, H});
-  SAKER_RETURN_IF_ERROR(ref::embedding(w_->token_embd, block, hv));
-  const SequenceBatch b(block_table_, s, B, AttentionMask::kFull);  // every context slot and the whole block
-  ref::RopeParams rope;
-  rope.theta_base = c.rope_theta;
-  ref::AttentionParams ap;  // scale 1 / sqrt(head_dim)
-  const float eps = static_cast<float>(c.rms_eps);
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const Layer& L = w_->layers[l];
-    SAKER_RETURN_IF_ERROR(ref::rms_norm(hv, L.input_norm, hnv, eps));
-    SAKER_RETURN_IF_ERROR(write_kv(l, hnv, s, &k, &v));  // the block's own K/V: slots s..s+B-1
-    SAKER_RETURN_IF_ERROR(matmul(hnv, L.wq, f32(q.data(), {B, c.q_dim()})));
-    const TensorView qh = f32(q.data(), {B * c.n_head, c.head_dim});
-    SAKER_RETURN_IF_ERROR(ref::rms_norm(qh, L.q_norm, qh, eps));
-    const TensorView q3 = f32(q.data(), {B, c.n_head, c.head_dim});
-    SAKER_RETURN_IF_ERROR(ref::rope(q3, b.attn.token_pos, rope));
-    const LayerKv& cache = kv_->layers()[l];
-    const TensorView a3 = f32(attn.data(), {B, c.n_head, c.head_dim});
-    SAKER_RETURN_IF_ERROR(ops_.fast_attention ? cpu::attention(q3, cache.k, cache.v, b.attn, ap, a3)
-                                              : ref::attention(q3, cache.k, cache.v, b.attn, ap, a3));
-    SAKER_RETURN_IF_ERROR(matmul(f32(attn.data(), {B, c.q_dim()}), L.wo, hnv));
-    ref::add_f32(h.data(), hn.data(), h.data(), B * H);
-    SAKER_RETURN_IF_ERROR(ref::rms_norm(hv, L.post_attn_norm, hnv, eps));
-    const TensorView gv = f32(gate.data(), {B, c.n_ff}), uv = f32(up.data(), {B, c.n_ff});
-    SAKER_RETURN_IF_ERROR(matmul(hnv, L.w_gate, gv));
-    SAKER_RETURN_IF_ERROR(matmul(hnv, L.w_up, uv));
-    SAKER_RETURN_IF_ERROR(ref::swiglu(gv, uv, gv));
-    SAKER_RETURN_IF_ERROR(matmul(gv, L.w_down, hnv));
-    ref::add_f32(h.data(), hn.data(), h.data(), B * H);
-  }
-  // Rows 1..B-1 through the final norm and the target's head.
-  const TensorView rows = f32(h.data() + H, {B - 1, H});
-  SAKER_RETURN_IF_ERROR(ref::rms_norm(rows, w_->norm, rows, eps));
-  logits_out->resize((B - 1) * c.n_vocab);  // [B - 1, n_vocab]
-  return matmul(rows, w_->output, f32(logits_out->data(), {B - 1, c.n_vocab}));
+  std::vector<int32_t> rows(static_cast<size_t>(B - 1));
+  std::iota(rows.begin(), rows.end(), 1);
+  const SequenceBatch batch(block_table_, s, B, AttentionMask::kFull);  // every context slot and the whole block
+  if (logits) logits->resize(static_cast<size_t>((B - 1) * c.n_vocab));  // [B - 1, n_vocab]
+  if (ids) ids->resize(static_cast<size_t>(B - 1));
+  StepRequest r;
+  r.tokens = block;
+  r.attn = &batch.attn;
+  r.output_rows = rows;
+  r.kv = kv_->layers();
+  r.n_vocab = c.n_vocab;
+  r.logits = logits ? logits->data() : nullptr;
+  r.argmax = ids ? ids->data() : nullptr;
+  StepProgram program;
+  program.body = [&] { return block_body(); };
+  program.head = [&](int64_t first, int64_t n) { return block_head(first, n); };
+  return backend_->run_step(r, program);
 }
 
 Status DFlashDrafter::propose(int32_t pending, std::vector<int32_t>* drafts) {
-  std::vector<float> logits;
-  SAKER_RETURN_IF_ERROR(block_logits(pending, &logits));
-  const int64_t V = w_->config.n_vocab, rows = w_->config.block_size - 1;
-  drafts->resize(rows);
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* r = logits.data() + i * V;
-    (*drafts)[i] = static_cast<int32_t>(std::max_element(r, r + V) - r);  // ties: lowest id
-  }
-  return {};
+  return run_block(pending, nullptr, drafts);  // argmax ids, ties: the lowest id
 }
 
 Status DFlashDrafter::propose_top(int32_t pending, int32_t k, std::vector<TopTokens>* out) {
   if (k <= 0) return make_error(StatusCode::kInvalidArgument, "drafter: top-{} asked for", k);
   std::vector<float> logits;
-  SAKER_RETURN_IF_ERROR(block_logits(pending, &logits));
+  SAKER_RETURN_IF_ERROR(run_block(pending, &logits, nullptr));
   const int64_t V = w_->config.n_vocab, rows = w_->config.block_size - 1;
   out->resize(rows);
   for (int64_t i = 0; i < rows; ++i) {

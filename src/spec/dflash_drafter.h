@@ -1,16 +1,19 @@
 #pragma once
-// DFlashDrafter: a DFlash block-diffusion drafter (see the speculative-decoding notes, section 2) on the CPU.
-// It has no embedding or head of its own: block tokens are embedded with the target's token embedding and
-// draft logits come from the target's output head applied to the drafter's final-normed hidden state.
+// DFlashDrafter: a DFlash block-diffusion drafter (see the speculative-decoding notes, section 2), written once
+// over the op surface (ops/backend.h) like the target models. It has no embedding or head of its own: block
+// tokens are embedded with the target's token embedding and draft logits come from the target's output head
+// applied to the drafter's final-normed hidden state.
 //
 //   context   the target's tapped hidden states of every committed position, fused once per position:
 //             ctx = hidden_norm(fc(concat taps)), then each draft layer caches k_norm(k_proj(ctx)) (RoPE at the
-//             position) and v_proj(ctx) in its own paged KV cache, slot = position
+//             position) and v_proj(ctx) in its own paged KV cache, slot = position (a step whose input rows
+//             are the taps and whose layers write k|v only)
 //   propose   block [pending, mask x (B-1)] at positions s..s+B-1 (s = committed positions so far) runs through
 //             the draft layers; each block row attends to all context slots and to the whole block
 //             (bidirectional); rows 1..B-1 give the draft tokens (row i predicts position s + i, no shift)
 //
 // The block's own K/V rows land in slots s..s+B-1 and are overwritten when those positions are committed.
+// Runs on the CPU backend; the CUDA backend does not yet read host input rows in a step (load_input).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -19,11 +22,12 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "models/kv_cache.h"
+#include "models/kv_storage.h"
 #include "models/model.h"
 #include "models/model_weights.h"
 #include "spec/dflash_config.h"
 #include "spec/dflash_weights.h"
+#include "ops/backend.h"
 
 namespace saker::spec {
 
@@ -60,21 +64,39 @@ class DFlashDrafter {
   Status propose_top(int32_t pending, int32_t k, std::vector<TopTokens>* rows);
 
  private:
-  using Layer = DFlashWeights::Layer;
+  // The activation buffers of both programs (OpBackend::reserve ids).
+  enum Buffer { kH, kHn, kQkv, kAttn, kGateUp, kAct, kTaps, kXo, kNumBuffers };
+  struct Layer {
+    const PreparedVector *input_norm = nullptr, *post_attn_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
+    const PreparedMatrix* qkv = nullptr;      // [q_dim + 2 kv_dim, n_embd] block rows
+    const PreparedMatrix* kv = nullptr;       // [2 kv_dim, n_embd] context rows (no query)
+    const PreparedMatrix* wo = nullptr;       // [n_embd, q_dim]
+    const PreparedMatrix* gate_up = nullptr;  // [2 n_ff, n_embd]
+    const PreparedMatrix* down = nullptr;     // [n_embd, n_ff]
+  };
 
   DFlashDrafter() = default;
-  Status matmul(const TensorView& x, const TensorView& w, const TensorView& out) const;
-  // The block's draft logits: [block_size - 1, n_vocab], row i for position n_context() + 1 + i.
-  Status block_logits(int32_t pending, std::vector<float>* logits);
-  // K (normed, rotated) and V of rows `x` [n, n_embd] at positions first.. into layer l's cache.
-  Status write_kv(int64_t l, const TensorView& x, int64_t first, std::vector<float>* k, std::vector<float>* v);
+  Status bind_weights();
+  // The block's draft logits ([block_size - 1, n_vocab], row i for position n_context() + 1 + i) and/or its
+  // argmax ids ([block_size - 1]).
+  Status run_block(int32_t pending, std::vector<float>* logits, std::vector<int32_t>* ids);
+  // The two programs' bodies over the backend's current step.
+  Status context_body();
+  Status block_body();
+  Status block_head(int64_t first, int64_t n);
 
   std::shared_ptr<const DFlashWeights> w_;
-  OpsOptions ops_;
-  std::unique_ptr<KvCache> kv_;    // [n_layer] x [n_blocks, 16, n_head_kv, head_dim]
+  std::unique_ptr<OpBackend> backend_;
+  std::unique_ptr<KvStorage> kv_;    // [n_layer] x [n_blocks, 16, n_head_kv, head_dim]
   std::vector<int32_t> block_table_;
   int64_t n_ctx_ = 0;
   int64_t n_context_ = 0;
+  const PreparedMatrix *token_embd_ = nullptr, *output_ = nullptr, *fc_ = nullptr;
+  const PreparedVector *hidden_norm_ = nullptr, *norm_ = nullptr;
+  std::vector<Layer> layers_;
+  AttentionSpec attn_;          // the block's queries
+  AttentionSpec attn_kv_only_;  // the context's k|v rows: no query heads
+  RopeSpec rope_;
 };
 
 }  // namespace saker::spec

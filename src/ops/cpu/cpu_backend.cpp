@@ -131,6 +131,15 @@ Status CpuBackend::embedding(const PreparedMatrix& table, float scale, const Act
   return {};
 }
 
+Status CpuBackend::load_input(const Act& out) {
+  if (!step_.input || step_.input_stride < out.cols || out.rows != step_tokens()) {
+    return make_error(StatusCode::kInvalidArgument, "load_input: {} rows of {} floats asked, the step has {} of {}",
+                      out.rows, out.cols, step_.input ? step_tokens() : 0, step_.input_stride);
+  }
+  copy_rows(step_.input, step_.input_stride, out.data, out.stride, out.rows, out.cols);
+  return {};
+}
+
 Status CpuBackend::rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) {
   const auto& v = static_cast<const Vector&>(w);
   return ref::rms_norm(f32(x.data, {x.rows, x.cols}), v.view, f32(out.data, {out.rows, out.cols}), eps);
@@ -208,12 +217,13 @@ Status CpuBackend::qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a,
   copy_rows(qkv.data, qkv.stride, q_.data(), qd, T, qd);
   copy_rows(qkv.data + qd, qkv.stride, k_.data(), kd, T, kd);
   copy_rows(qkv.data + qd + kd, qkv.stride, v_.data(), kd, T, kd);
-  if (q_norm) {
+  const bool has_q = qd > 0;  // n_head 0: k|v rows only
+  if (q_norm || k_norm) {
     // Per-head RMSNorm over head_dim: the same op on [T * n_head, head_dim].
     const TensorView qh = f32(q_.data(), {T * a.n_head, hd});
     const TensorView kh = f32(k_.data(), {T * a.n_head_kv, hd});
-    SAKER_RETURN_IF_ERROR(ref::rms_norm(qh, static_cast<const Vector*>(q_norm)->view, qh, eps));
-    SAKER_RETURN_IF_ERROR(ref::rms_norm(kh, static_cast<const Vector*>(k_norm)->view, kh, eps));
+    if (has_q && q_norm) SAKER_RETURN_IF_ERROR(ref::rms_norm(qh, static_cast<const Vector*>(q_norm)->view, qh, eps));
+    if (k_norm) SAKER_RETURN_IF_ERROR(ref::rms_norm(kh, static_cast<const Vector*>(k_norm)->view, kh, eps));
   }
   ref::RopeParams rope;
   rope.style = spec.style;
@@ -224,9 +234,9 @@ Status CpuBackend::qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a,
   const TensorView q3 = f32(q_.data(), {T, a.n_head, hd});
   const TensorView k3 = f32(k_.data(), {T, a.n_head_kv, hd});
   const TensorView v3 = f32(v_.data(), {T, a.n_head_kv, hd});
-  SAKER_RETURN_IF_ERROR(ref::rope(q3, step_.attn->token_pos, rope));
+  if (has_q) SAKER_RETURN_IF_ERROR(ref::rope(q3, step_.attn->token_pos, rope));
   SAKER_RETURN_IF_ERROR(ref::rope(k3, step_.attn->token_pos, rope));
-  saker::trace(q3, "q_rope", layer);
+  if (has_q) saker::trace(q3, "q_rope", layer);
   saker::trace(k3, "k_rope", layer);
   SAKER_RETURN_IF_ERROR(ref::kv_write(k3, v3, step_.kv[layer].k, step_.kv[layer].v, *step_.attn));
   // q and k back into the fused row, as the one-launch CUDA op leaves them.

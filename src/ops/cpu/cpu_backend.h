@@ -43,6 +43,7 @@ class CpuBackend final : public OpBackend {
   Act logits(int64_t first, int64_t n) override;
 
   Status embedding(const PreparedMatrix& table, float scale, const Act& out) override;
+  Status load_input(const Act& out) override;
   Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) override;
   Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) override;
   Status add_row_bias(const Act& x, const PreparedVector& bias) override;
