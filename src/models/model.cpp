@@ -25,14 +25,8 @@ Result<Device> parse_device(const std::string& name) {
   return make_error(StatusCode::kInvalidArgument, "unknown device '{}' (expected cpu, cuda or auto)", name);
 }
 
-Result<std::unique_ptr<KvStorage>> Model::allocate_kv(const KvCacheConfig& config) const {
-  const ModelHParams& h = hparams();
-  if (config.n_layer != h.n_layer || config.n_head_kv != kv_heads() || config.head_dim != h.head_dim) {
-    return make_error(StatusCode::kInvalidArgument,
-                      "KV cache of {} layers x {} kv heads x {} does not fit the model's {} x {} x {}", config.n_layer,
-                      config.n_head_kv, config.head_dim, h.n_layer, kv_heads(), h.head_dim);
-  }
-  if (device() == Device::kCuda) {
+Result<std::unique_ptr<KvStorage>> allocate_kv_storage(Device device, const KvCacheConfig& config) {
+  if (device == Device::kCuda) {
 #if SAKER_HAS_CUDA
     if (config.dtype != DType::kF16) {
       return make_error(StatusCode::kUnsupported, "the CUDA decoder keeps KV in f16 (asked for {}): use kv_dtype()",
@@ -48,6 +42,16 @@ Result<std::unique_ptr<KvStorage>> Model::allocate_kv(const KvCacheConfig& confi
   }
   SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(config));
   return std::unique_ptr<KvStorage>(std::move(kv));
+}
+
+Result<std::unique_ptr<KvStorage>> Model::allocate_kv(const KvCacheConfig& config) const {
+  const ModelHParams& h = hparams();
+  if (config.n_layer != h.n_layer || config.n_head_kv != kv_heads() || config.head_dim != h.head_dim) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "KV cache of {} layers x {} kv heads x {} does not fit the model's {} x {} x {}", config.n_layer,
+                      config.n_head_kv, config.head_dim, h.n_layer, kv_heads(), h.head_dim);
+  }
+  return allocate_kv_storage(device(), config);
 }
 
 }  // namespace saker

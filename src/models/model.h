@@ -73,6 +73,9 @@ class Model {
   virtual int64_t kv_heads() const { return hparams().n_head_kv; }
 };
 
+// KV storage on a device (CPU: a host KvCache; CUDA: f16 pages in a CudaKvStorage), for a model or a drafter.
+Result<std::unique_ptr<KvStorage>> allocate_kv_storage(Device device, const KvCacheConfig& config);
+
 // Binds the weights of a supported architecture (models/registry.cpp) over the backend of options.device
 // (errors name a missing tensor or a wrong shape).
 Result<std::unique_ptr<Model>> create_model(std::shared_ptr<const ModelWeights> weights, OpsOptions options = {});

@@ -6,7 +6,6 @@
 #include <numeric>
 
 #include "engine/sequence_batch.h"
-#include "models/kv_cache.h"
 #include "models/registry.h"
 #include "sample/logprobs.h"
 
@@ -16,19 +15,13 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(std::shared_ptr<con
                                                              int64_t n_ctx, const OpsOptions& ops) {
   if (!weights) return make_error(StatusCode::kInvalidArgument, "a drafter needs its weights");
   if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "drafter context must be positive (got {})", n_ctx);
-  if (ops.device != Device::kCpu) {
-    return make_error(StatusCode::kUnsupported,
-                      "the DFlash drafter runs on the CPU backend only for now (the CUDA backend does not read host "
-                      "input rows in a step yet)");
-  }
   std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
   d->w_ = std::move(weights);
   SAKER_ASSIGN_OR_RETURN(d->backend_, create_backend(ops));
   SAKER_RETURN_IF_ERROR(d->bind_weights());
   const DFlashConfig& c = d->w_->config;
   const KvCacheConfig kc = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, d->backend_->kv_dtype());
-  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(kc));
-  d->kv_ = std::move(kv);
+  SAKER_ASSIGN_OR_RETURN(d->kv_, allocate_kv_storage(d->backend_->device(), kc));
   d->block_table_.resize(kc.n_blocks);
   std::iota(d->block_table_.begin(), d->block_table_.end(), 0);
   d->n_ctx_ = kc.n_blocks * kc.block_size;

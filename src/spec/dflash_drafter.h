@@ -13,7 +13,8 @@
 //             (bidirectional); rows 1..B-1 give the draft tokens (row i predicts position s + i, no shift)
 //
 // The block's own K/V rows land in slots s..s+B-1 and are overwritten when those positions are committed.
-// Runs on the CPU backend; the CUDA backend does not yet read host input rows in a step (load_input).
+// Either backend runs it (OpsOptions::device); the engine and the CLI still take it on the CPU only, until the
+// CUDA run is checked on a GPU (tests/gpu/cuda_drafter_test.cpp).
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -231,6 +231,21 @@ Status CudaBackend::ensure_taps_capacity(int64_t n) {
   return {};
 }
 
+Status CudaBackend::ensure_input_rows_capacity(int64_t n) {
+  if (n <= input_capacity_) return {};
+  SAKER_RETURN_IF_ERROR(drop_graphs());  // their copies read the old buffers
+  const int64_t cap = std::max<int64_t>(n, 2 * input_capacity_);
+  mem_.release(input_host_);
+  mem_.release(input_dev_);
+  input_host_ = input_dev_ = nullptr;
+  input_capacity_ = 0;
+  SAKER_ASSIGN_OR_RETURN(void* hp, mem_.alloc_host(cap * sizeof(float), "step input rows"));
+  input_host_ = static_cast<float*>(hp);
+  SAKER_ASSIGN_OR_RETURN(input_dev_, mem_.alloc_array<float>(cap, "step input rows"));
+  input_capacity_ = cap;
+  return {};
+}
+
 Status CudaBackend::take_outputs(const Chunk& c, int64_t first, int64_t n) const {
   if (c.logits && n > 0) std::memcpy(c.logits + first * n_vocab_, logits_host_, n * n_vocab_ * sizeof(float));
   if (c.argmax) {
@@ -254,6 +269,12 @@ Status CudaBackend::enqueue_step(const StepShape& s, const cuda::PackedAttention
   cur_.want_argmax = s.want_argmax;
   cur_.tokens = in_dev_;
   cur_.rows = in_dev_ + s.n_tokens;
+  cur_.input = s.input_stride > 0 ? input_dev_ : nullptr;
+  cur_.input_stride = s.input_stride;
+  if (s.input_stride > 0) {
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_dev_, input_host_, s.n_tokens * s.input_stride * sizeof(float),
+                                               cudaMemcpyHostToDevice, stream_));
+  }
   cur_.batch.layout = layout;
   cur_.batch.data = in_dev_ + s.n_tokens + s.n_out;
   cur_.batch.block_size = static_cast<int32_t>(kv_.block_size);
@@ -309,6 +330,11 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
   SAKER_RETURN_IF_ERROR(ensure_attention_workspace(cuda::attention_workspace_bytes(probe, attention_launch(ctx_cap))));
   SAKER_RETURN_IF_ERROR(ensure_input_capacity(T + n_out + layout.total));
   SAKER_RETURN_IF_ERROR(ensure_taps_capacity(T * s.taps_stride));
+  if (c.input) {
+    s.input_stride = c.input_stride;
+    SAKER_RETURN_IF_ERROR(ensure_input_rows_capacity(T * s.input_stride));
+    std::memcpy(input_host_, c.input, static_cast<size_t>(T * s.input_stride) * sizeof(float));
+  }
 
   std::copy(c.tokens.begin(), c.tokens.end(), in_host_);
   std::copy(c.output_rows.begin(), c.output_rows.end(), in_host_ + T);
@@ -380,7 +406,7 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
   SAKER_RETURN_IF_ERROR(r.attn->validate(kv_.n_blocks, kv_.block_size));
   const Chunk whole{.tokens = r.tokens, .attn = r.attn, .output_rows = r.output_rows, .logits = r.logits,
                     .argmax = r.argmax, .taps = r.taps_out, .taps_base = r.taps_out, .taps_stride = r.taps_stride,
-                    .tap_layers = r.tap_layers};
+                    .tap_layers = r.tap_layers, .input = r.input, .input_stride = r.input_stride};
   if (T <= max_tokens_) return run_chunk(whole, program);
 
   // Split a long batch into chunks in batch order. Causal and tree queries only see keys written by earlier
@@ -418,6 +444,7 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
     chunk.logits = r.logits ? chunk_logits.data() : nullptr;
     chunk.argmax = r.argmax ? chunk_ids.data() : nullptr;
     chunk.taps = r.taps_out ? r.taps_out + b * r.taps_stride : nullptr;  // the chunk's tokens' rows
+    chunk.input = r.input ? r.input + b * r.input_stride : nullptr;
     SAKER_RETURN_IF_ERROR(run_chunk(chunk, program));
     for (size_t i = 0; i < where.size(); ++i) {
       if (r.logits) {
@@ -436,6 +463,17 @@ Act CudaBackend::buffer(int id, int64_t rows) {
 
 // Each head pass fills the logits buffer from its first row; take_outputs places the rows.
 Act CudaBackend::logits(int64_t, int64_t n) { return {logits_dev_, n, n_vocab_, n_vocab_}; }
+
+Status CudaBackend::load_input(const Act& out) {
+  if (!cur_.input || cur_.input_stride < out.cols || out.rows != cur_.n_tokens) {
+    return make_error(StatusCode::kInvalidArgument, "load_input: {} rows of {} floats asked, the step has {} of {}",
+                      out.rows, out.cols, cur_.input ? cur_.n_tokens : 0, cur_.input_stride);
+  }
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(out.data, out.stride * sizeof(float), cur_.input,
+                                               cur_.input_stride * sizeof(float), out.cols * sizeof(float), out.rows,
+                                               cudaMemcpyDeviceToDevice, stream_));
+  return {};
+}
 
 Status CudaBackend::embedding(const PreparedMatrix& table, float scale, const Act& out) {
   const auto& m = static_cast<const Matrix&>(table);

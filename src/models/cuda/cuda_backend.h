@@ -52,6 +52,7 @@ class CudaBackend final : public OpBackend {
   Act logits(int64_t first, int64_t n) override;
 
   Status embedding(const PreparedMatrix& table, float scale, const Act& out) override;
+  Status load_input(const Act& out) override;
   Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) override;
   Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) override;
   Status norm_matmul(const Act& x, const PreparedVector& norm, float eps, const Act& normed, const PreparedMatrix& w,
@@ -97,9 +98,10 @@ class CudaBackend final : public OpBackend {
     std::vector<const void*> kv;                   // DeviceKv::pointers
     int64_t taps_stride = 0;                       // 0: no taps; else the staging buffer's row
     std::vector<int32_t> tap_layers;               // which copies into it the body makes
+    int64_t input_stride = 0;                      // 0: no host input rows; else their row (floats)
     auto key() const {
       return std::tie(n_tokens, n_out, n_seqs, packed_total, ctx_capacity, block_size, want_logits, want_argmax, kv,
-                      taps_stride, tap_layers);
+                      taps_stride, tap_layers, input_stride);
     }
     bool operator<(const StepShape& o) const { return key() < o.key(); }
   };
@@ -114,6 +116,8 @@ class CudaBackend final : public OpBackend {
     const float* taps_base = nullptr;  // the request's taps_out: the program's copy pointers lie in its rows
     int64_t taps_stride = 0;
     std::span<const int32_t> tap_layers;
+    const float* input = nullptr;  // [n_tokens, input_stride] host rows of the chunk's tokens, or null
+    int64_t input_stride = 0;
   };
   // What the ops of the running program read: the chunk's device inputs and launch shape.
   struct Current {
@@ -123,6 +127,8 @@ class CudaBackend final : public OpBackend {
     const int32_t* rows = nullptr;     // device [n_out] output rows
     const float* taps_base = nullptr;  // Chunk::taps_base (null: no taps) and its row stride
     int64_t taps_stride = 0;
+    const float* input = nullptr;      // device [n_tokens, input_stride] input rows, or null
+    int64_t input_stride = 0;
     cuda::DeviceAttentionBatch batch;
     cuda::AttentionLaunch launch;
   };
@@ -140,6 +146,7 @@ class CudaBackend final : public OpBackend {
   Status ensure_attention_workspace(size_t bytes);
   Status ensure_input_capacity(int64_t n_int32);
   Status ensure_taps_capacity(int64_t n_floats);
+  Status ensure_input_rows_capacity(int64_t n_floats);
   // Packs the chunk's inputs, runs the program (graph or eager), copies its outputs out.
   Status run_chunk(const Chunk& chunk, const StepProgram& program);
   // Enqueues the program on stream_ (inputs already in the pinned buffer).
@@ -178,6 +185,11 @@ class CudaBackend final : public OpBackend {
   int32_t* argmax_host_ = nullptr;  // pinned [head_rows]
   float* taps_host_ = nullptr;      // pinned [chunk tokens, taps_stride]: the step's staged taps
   int64_t taps_capacity_ = 0;       // floats
+  // Host input rows (StepRequest::input), staged in pinned memory so a captured graph copies from a fixed
+  // address, and their device mirror.
+  float* input_host_ = nullptr;     // pinned [chunk tokens, input_stride]
+  float* input_dev_ = nullptr;      // [chunk tokens, input_stride]
+  int64_t input_capacity_ = 0;      // floats
 
   std::mutex mutex_;  // one step at a time: the activations, the stream and the graphs are shared
   DeviceKv kv_;       // the running step's KV

@@ -73,7 +73,7 @@ Status qk_norm_rope_kv_write(float* qkv, int64_t token_stride, int32_t n_head, i
   const int32_t n_tokens = batch.layout.n_tokens;
   if (n_tokens <= 0) return {};
   const int32_t n_rot = rope.n_rot == 0 ? head_dim : rope.n_rot;
-  if (n_head <= 0 || n_head_kv <= 0 || head_dim <= 0 || head_dim > kMaxHeadDim || n_rot < 0 || n_rot > head_dim ||
+  if (n_head < 0 || n_head_kv <= 0 || head_dim <= 0 || head_dim > kMaxHeadDim || n_rot < 0 || n_rot > head_dim ||
       n_rot % 2 != 0 || batch.block_size <= 0) {
     return make_error(StatusCode::kInvalidArgument,
                       "cuda qk_norm_rope_kv_write: head_dim must be in [1, 512], n_rot even and <= head_dim");

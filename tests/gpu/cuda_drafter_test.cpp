@@ -1,0 +1,110 @@
+// saker-mini's DFlash drafter on the CUDA backend against the same drafter on the CPU backend: one forward
+// written on OpBackend, so the context step (host input rows, k|v-only layers) and the block step (kFull
+// attention, the target's head) must give the CPU's drafts, up to the GPU's rounding (f16 KV cache, other
+// summation orders). The context is also fed one position at a time, so the 1-row context step runs eagerly,
+// is captured and is replayed with new input rows; the block step is repeated to check a replay against the
+// eager run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <vector>
+
+#include "models/kv_cache.h"
+#include "models/model.h"
+#include "ops/cuda_test_util.h"
+#include "spec/dflash_drafter.h"
+#include "spec/dflash_weights.h"
+#include "test_paths.h"
+
+namespace saker {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path mini() { return testing::source_dir() / "models" / "saker-mini"; }
+
+TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
+  SAKER_REQUIRE_GPU();
+  if (!fs::exists(mini() / "saker-mini-q8_0.gguf") || !fs::exists(mini() / "drafter")) {
+    GTEST_SKIP() << "saker-mini or its drafter not found under " << mini();
+  }
+  auto w = ModelWeights::open((mini() / "saker-mini-q8_0.gguf").string());
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  std::shared_ptr<const ModelWeights> weights = std::move(w).value();
+  auto dw = spec::DFlashWeights::load((mini() / "drafter").string(), weights);
+  ASSERT_TRUE(dw.ok()) << dw.status().to_string();
+  const spec::DFlashConfig& c = (*dw)->config;
+
+  // The target's taps of a prompt, from the CPU backend.
+  auto target = create_model(weights, OpsOptions{});
+  ASSERT_TRUE(target.ok()) << target.status().to_string();
+  auto kv = (*target)->allocate_kv(kv_cache_config_for(**target, 256));
+  ASSERT_TRUE(kv.ok()) << kv.status().to_string();
+  const int32_t n = 40;
+  std::vector<int32_t> tokens(n), table((*kv)->config().n_blocks), seq(n, 0), pos(n);
+  for (int32_t i = 0; i < n; ++i) tokens[i] = 2 + (i * 37 + 5) % static_cast<int32_t>(c.n_vocab - 2);
+  std::iota(table.begin(), table.end(), 0);
+  std::iota(pos.begin(), pos.end(), 0);
+  const int64_t stride = static_cast<int64_t>(c.target_layers.size()) * c.n_embd;
+  std::vector<float> taps(static_cast<size_t>(n * stride));
+  std::vector<int32_t> last_id(1);
+  const std::vector<int32_t> rows = {n - 1};
+  AttentionSequence s;
+  s.block_table = table;
+  s.n_ctx = n;
+  ForwardBatch b;
+  b.tokens = tokens;
+  b.attn.sequences = std::span<const AttentionSequence>(&s, 1);
+  b.attn.token_seq = seq;
+  b.attn.token_slot = pos;
+  b.attn.token_pos = pos;
+  b.output_rows = rows;
+  b.taps.layers = c.target_layers;
+  b.taps.out = taps.data();
+  b.argmax = last_id.data();
+  ASSERT_TRUE((*target)->forward(b, (*kv)->layers(), nullptr).ok());
+
+  OpsOptions gpu;
+  gpu.device = Device::kCuda;
+  auto on_cpu = spec::DFlashDrafter::create(*dw, 256, OpsOptions{});
+  auto on_gpu = spec::DFlashDrafter::create(*dw, 256, gpu);
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.status().to_string();
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().to_string();
+  ASSERT_TRUE((*on_cpu)->add_context(0, n, taps.data()).ok());
+  const int32_t one_by_one = 6;  // the last positions one step each: eager, captured, replayed
+  ASSERT_TRUE((*on_gpu)->add_context(0, n - one_by_one, taps.data()).ok());
+  for (int32_t p = n - one_by_one; p < n; ++p) {
+    ASSERT_TRUE((*on_gpu)->add_context(p, 1, taps.data() + p * stride).ok());
+  }
+
+  const int32_t pending = last_id[0];
+  std::vector<spec::DFlashDrafter::TopTokens> want, got;
+  ASSERT_TRUE((*on_cpu)->propose_top(pending, 1, &want).ok());
+  ASSERT_TRUE((*on_gpu)->propose_top(pending, 1, &got).ok());
+  ASSERT_EQ(want.size(), got.size());
+  int same = 0;
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    same += want[i].ids[0] == got[i].ids[0];
+    worst = std::max(worst, std::abs(static_cast<double>(want[i].logprobs[0]) - got[i].logprobs[0]));
+  }
+  std::printf("drafter on CUDA vs CPU: %d of %zu block rows draft the same token; worst top-1 log-probability "
+              "difference %.4f\n", same, want.size(), worst);
+  // A row may part where its top two tokens are within the rounding; most must not.
+  EXPECT_GE(same, static_cast<int>(want.size()) - 2);
+  EXPECT_LT(worst, 0.05);
+
+  // The block step again (now captured) and once more (replayed): the eager run's ids.
+  std::vector<int32_t> first, again;
+  ASSERT_TRUE((*on_gpu)->propose(pending, &first).ok());
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_TRUE((*on_gpu)->propose(pending, &again).ok());
+    EXPECT_EQ(first, again) << "replay " << k;
+  }
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], got[i].ids[0]) << "row " << i;
+}
+
+}  // namespace
+}  // namespace saker
