@@ -69,8 +69,8 @@ Status check_speculation_args(const SpeculationArgs& a, const std::string& devic
   }
   if (!a.drafter.empty() && device == "cuda") {
     return make_error(StatusCode::kUnsupported,
-                      "--drafter runs on the CPU backend only for now (the drafter's forward is not yet written "
-                      "for the GPU): use --device cpu, or --spec ngram / --draft-model on the GPU");
+                      "--drafter runs on the CPU backend only for now (its forward runs on the CUDA backend but has "
+                      "not been checked on a GPU yet): use --device cpu, or --spec ngram / --draft-model on the GPU");
   }
   return {};
 }
