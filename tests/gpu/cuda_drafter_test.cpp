@@ -8,9 +8,9 @@
 
 #include <cmath>
 #include <filesystem>
-#include <numeric>
 #include <vector>
 
+#include "gpu/forward_with_taps.h"
 #include "models/kv_cache.h"
 #include "models/model.h"
 #include "ops/cuda_test_util.h"
@@ -43,28 +43,12 @@ TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
   auto kv = (*target)->allocate_kv(kv_cache_config_for(**target, 256));
   ASSERT_TRUE(kv.ok()) << kv.status().to_string();
   const int32_t n = 40;
-  std::vector<int32_t> tokens(n), table((*kv)->config().n_blocks), seq(n, 0), pos(n);
+  std::vector<int32_t> tokens(n);
   for (int32_t i = 0; i < n; ++i) tokens[i] = 2 + (i * 37 + 5) % static_cast<int32_t>(c.n_vocab - 2);
-  std::iota(table.begin(), table.end(), 0);
-  std::iota(pos.begin(), pos.end(), 0);
   const int64_t stride = static_cast<int64_t>(c.target_layers.size()) * c.n_embd;
   std::vector<float> taps(static_cast<size_t>(n * stride));
-  std::vector<int32_t> last_id(1);
-  const std::vector<int32_t> rows = {n - 1};
-  AttentionSequence s;
-  s.block_table = table;
-  s.n_ctx = n;
-  ForwardBatch b;
-  b.tokens = tokens;
-  b.attn.sequences = std::span<const AttentionSequence>(&s, 1);
-  b.attn.token_seq = seq;
-  b.attn.token_slot = pos;
-  b.attn.token_pos = pos;
-  b.output_rows = rows;
-  b.taps.layers = c.target_layers;
-  b.taps.out = taps.data();
-  b.argmax = last_id.data();
-  ASSERT_TRUE((*target)->forward(b, (*kv)->layers(), nullptr).ok());
+  int32_t last_id = -1;
+  ASSERT_TRUE(testing::forward_with_taps(**target, **kv, tokens, 0, c.target_layers, taps.data(), &last_id).ok());
 
   OpsOptions gpu;
   gpu.device = Device::kCuda;
@@ -79,7 +63,7 @@ TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
     ASSERT_TRUE((*on_gpu)->add_context(p, 1, taps.data() + p * stride).ok());
   }
 
-  const int32_t pending = last_id[0];
+  const int32_t pending = last_id;
   std::vector<spec::DFlashDrafter::TopTokens> want, got;
   ASSERT_TRUE((*on_cpu)->propose_top(pending, 1, &want).ok());
   ASSERT_TRUE((*on_gpu)->propose_top(pending, 1, &got).ok());

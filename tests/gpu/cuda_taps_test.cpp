@@ -13,36 +13,13 @@
 #include "models/kv_cache.h"
 #include "models/model.h"
 #include "ops/cuda_test_util.h"
+#include "gpu/forward_with_taps.h"
 #include "test_paths.h"
 
 namespace saker {
 namespace {
 
-// One forward of `tokens` at positions [first, first + n) of one sequence (blocks 0, 1, ... in order), its last
-// row an output (argmax id); the hidden states of `layers` into taps [n, layers, n_embd] when layers is not
-// empty.
-Status forward(Model& m, const KvStorage& kv, std::span<const int32_t> tokens, int32_t first,
-               std::span<const int32_t> layers, float* taps, int32_t* id) {
-  const auto n = static_cast<int32_t>(tokens.size());
-  std::vector<int32_t> table(kv.config().n_blocks), seq(n, 0), pos(n);
-  std::iota(table.begin(), table.end(), 0);
-  std::iota(pos.begin(), pos.end(), first);
-  const std::vector<int32_t> rows = {n - 1};
-  AttentionSequence s;
-  s.block_table = table;
-  s.n_ctx = first + n;
-  ForwardBatch b;
-  b.tokens = tokens;
-  b.attn.sequences = std::span<const AttentionSequence>(&s, 1);
-  b.attn.token_seq = seq;
-  b.attn.token_slot = pos;
-  b.attn.token_pos = pos;
-  b.output_rows = rows;
-  b.taps.layers = layers;
-  b.taps.out = taps;
-  b.argmax = id;
-  return m.forward(b, kv.layers(), nullptr);
-}
+using testing::forward_with_taps;
 
 // The worst, over [n_embd] rows, of max |a - ref| / max |ref| in the row; NaN anywhere gives +inf.
 double worst_row_error(const std::vector<float>& a, const std::vector<float>& ref, int64_t n_embd) {
@@ -124,7 +101,7 @@ TEST_F(CudaTaps, PromptTapsMatchTheCpuInOneForwardAndInChunks) {
     std::unique_ptr<Model> cpu;
     std::unique_ptr<KvStorage> kv;
     ASSERT_TRUE(make(Device::kCpu, 2048, false, &cpu, &kv));
-    const Status st = forward(*cpu, *kv, tokens, 0, layers, want.data(), &want_id);
+    const Status st = forward_with_taps(*cpu, *kv, tokens, 0, layers, want.data(), &want_id);
     ASSERT_TRUE(st.ok()) << st.to_string();
   }
   // One forward of 100 tokens; then chunks of 64 and 36, whose rows must land at their tokens' offsets (NaN
@@ -135,7 +112,7 @@ TEST_F(CudaTaps, PromptTapsMatchTheCpuInOneForwardAndInChunks) {
     ASSERT_TRUE(make(Device::kCuda, batch_tokens, true, &gpu, &kv));
     std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
     int32_t id = -1;  // near-ties may pick another id than the CPU's: not compared
-    const Status st = forward(*gpu, *kv, tokens, 0, layers, got.data(), &id);
+    const Status st = forward_with_taps(*gpu, *kv, tokens, 0, layers, got.data(), &id);
     ASSERT_TRUE(st.ok()) << st.to_string();
     for (int64_t j = 0; j < n_taps; ++j) {
       const double err = worst_row_error(tap(got, n_taps, j, n_embd_), tap(want, n_taps, j, n_embd_), n_embd_);
@@ -161,18 +138,18 @@ TEST_F(CudaTaps, DecodeStepsReplayedFromAGraphFillEachCallsBuffer) {
     std::unique_ptr<KvStorage> kv;
     ASSERT_TRUE(make(Device::kCpu, 2048, false, &cpu, &kv));
     int32_t id = -1;
-    ASSERT_TRUE(forward(*cpu, *kv, tokens, 0, {}, nullptr, &id).ok());
-    const Status st = forward(*cpu, *kv, next, pos, all, cpu_taps.data(), &id);
+    ASSERT_TRUE(forward_with_taps(*cpu, *kv, tokens, 0, {}, nullptr, &id).ok());
+    const Status st = forward_with_taps(*cpu, *kv, next, pos, all, cpu_taps.data(), &id);
     ASSERT_TRUE(st.ok()) << st.to_string();
   }
   std::unique_ptr<Model> gpu;
   std::unique_ptr<KvStorage> kv;
   ASSERT_TRUE(make(Device::kCuda, 2048, true, &gpu, &kv));
   int32_t id = -1, step_id = -1;  // the step's argmax id on the GPU, the same in every run
-  ASSERT_TRUE(forward(*gpu, *kv, tokens, 0, {}, nullptr, &id).ok());
+  ASSERT_TRUE(forward_with_taps(*gpu, *kv, tokens, 0, {}, nullptr, &id).ok());
   // The step's shape without taps first: eager, captured, replayed. Its graph makes no tap copies.
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(forward(*gpu, *kv, next, pos, {}, nullptr, &id).ok());
+    ASSERT_TRUE(forward_with_taps(*gpu, *kv, next, pos, {}, nullptr, &id).ok());
     if (i == 0) step_id = id;
     EXPECT_EQ(id, step_id);
   }
@@ -186,7 +163,7 @@ TEST_F(CudaTaps, DecodeStepsReplayedFromAGraphFillEachCallsBuffer) {
       const std::vector<int32_t>& layers = sets[k];
       for (int i = 0; i < 4; ++i) {
         std::vector<float>& got = buffers.emplace_back(layers.size() * n_embd_, kNaN);
-        const Status st = forward(*gpu, *kv, next, pos, layers, got.data(), &id);
+        const Status st = forward_with_taps(*gpu, *kv, next, pos, layers, got.data(), &id);
         ASSERT_TRUE(st.ok()) << st.to_string();
         EXPECT_EQ(id, step_id);
         if (first[k].empty()) {
@@ -212,7 +189,7 @@ TEST_F(CudaTaps, DecodeStepsReplayedFromAGraphFillEachCallsBuffer) {
   EXPECT_EQ(tap(first[0], 3, 2, n_embd_), tap(first[1], 3, 2, n_embd_));
   EXPECT_NE(tap(first[0], 3, 0, n_embd_), tap(first[1], 3, 0, n_embd_));
   // And the graph without taps still replays.
-  ASSERT_TRUE(forward(*gpu, *kv, next, pos, {}, nullptr, &id).ok());
+  ASSERT_TRUE(forward_with_taps(*gpu, *kv, next, pos, {}, nullptr, &id).ok());
   EXPECT_EQ(id, step_id);
   for (size_t b = 0; b < buffers.size(); ++b) {
     EXPECT_TRUE(std::all_of(buffers[b].begin(), buffers[b].end(), [](float v) { return std::isnan(v); }))

@@ -1,0 +1,37 @@
+#pragma once
+// A test helper of the GPU model tests: one forward of one sequence with hidden-state taps.
+#include <numeric>
+#include <span>
+#include <vector>
+
+#include "models/model.h"
+
+namespace saker::testing {
+
+// One forward of `tokens` at positions [first, first + n) of one sequence (blocks 0, 1, ... in order), its last
+// row an output (argmax id); the hidden states of `layers` into taps [n, layers, n_embd] when layers is not
+// empty.
+inline Status forward_with_taps(Model& m, const KvStorage& kv, std::span<const int32_t> tokens, int32_t first,
+                              std::span<const int32_t> layers, float* taps, int32_t* id) {
+  const auto n = static_cast<int32_t>(tokens.size());
+  std::vector<int32_t> table(kv.config().n_blocks), seq(n, 0), pos(n);
+  std::iota(table.begin(), table.end(), 0);
+  std::iota(pos.begin(), pos.end(), first);
+  const std::vector<int32_t> rows = {n - 1};
+  AttentionSequence s;
+  s.block_table = table;
+  s.n_ctx = first + n;
+  ForwardBatch b;
+  b.tokens = tokens;
+  b.attn.sequences = std::span<const AttentionSequence>(&s, 1);
+  b.attn.token_seq = seq;
+  b.attn.token_slot = pos;
+  b.attn.token_pos = pos;
+  b.output_rows = rows;
+  b.taps.layers = layers;
+  b.taps.out = taps;
+  b.argmax = id;
+  return m.forward(b, kv.layers(), nullptr);
+}
+
+}  // namespace saker::testing
