@@ -6,7 +6,9 @@
 // eager run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <vector>
 
@@ -80,7 +82,8 @@ TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
   EXPECT_GE(same, static_cast<int>(want.size()) - 2);
   EXPECT_LT(worst, 0.05);
 
-  // The block step again (now captured) and once more (replayed): the eager run's ids.
+  // The ids-only block step (a graph key of its own: eager, then captured, then replayed) gives the logits
+  // step's argmax every time.
   std::vector<int32_t> first, again;
   ASSERT_TRUE((*on_gpu)->propose(pending, &first).ok());
   for (int k = 0; k < 2; ++k) {

@@ -3,7 +3,7 @@
 //   1. kx_quantize_kernel (matmul_kq.cu): x [rows, n_in] f32 -> int8 codes + one KxBlock per 256 elements;
 //   2. kq_mma_kernel: a block of eight warps owns 16 output rows; warp w is stream w of the canonical sum and
 //      takes weight blocks w, w + 8, ... Each warp copies its next blocks' 16 weight rows into its own
-//      shared-memory stages with cp.async (kStages deep, no block-wide barrier), then reads its lanes'
+//      shared-memory stages with cp.async (three deep, no block-wide barrier), then reads its lanes'
 //      fragments of the codes from there, multiplies them with every 8-row n-tile of activation codes by
 //      mma.sync (m16n8k32 for Q4_K / Q5_K sub-blocks of 32, m16n8k16 for Q6_K's of 16), folds the exact
 //      int32 sums into T and M with the scales and shifts, and adds the block's value to its stream. The
@@ -13,7 +13,10 @@
 // Why the stages: the previous version loaded each lane's fragments straight into registers (8-byte loads,
 // one block ahead); at 16 rows it took 174 registers a thread, one block of eight warps fitted an SM, and
 // each warp waited out every load (16 rows cost 2.6x one row in a decode step). With the weights in shared
-// memory a thread keeps only its accumulators and one sub-block's operands.
+// memory a thread holds its accumulators, a block's row headers and a few sub-blocks' operands (118-128
+// registers; Q6_K at 16 rows still spills a few bytes under the two-blocks-an-SM bound). Measured on the
+// H200, the kernel is latency-bound on fragment load -> MMA -> scale fold, not bandwidth-bound
+// (docs/performance.md).
 //
 // Fragment layouts (PTX ISA, mma.m16n8k32 / m16n8k16 with .s8): groupID g = lane >> 2, t = lane & 3.
 //   k32 A: reg0 row g k 4t..4t+3, reg1 row g+8 k 4t.., reg2 row g k 4t+16.., reg3 row g+8 k 4t+16..
@@ -27,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <string>
 #include <type_traits>
 
 #include "ops/cuda/cp_async.cuh"
@@ -223,13 +227,16 @@ struct KqQ6Fmt {
 };
 
 constexpr int kKqWarps = kq::kStreams;
-constexpr int kStages = 3;  // blocks a warp has in flight: two copying while it computes the third
+// Stages a warp cycles through: S - 1 blocks copying while it computes one. Three where the device's
+// shared memory per block allows (the H200's 227 KB); two on devices with 99 KB a block (sm_86 / sm_89), where
+// three stages of Q5_K / Q6_K rows with the 16-row slots do not fit.
+constexpr int kMaxStages = 3;
 
 template <class F>
 constexpr int kStageBytes = 16 * F::kRowStride;
 // The warps' stages, then two reduction buffers [2][kKqWarps][NT * 4][32] f32 (alternate units).
-template <class F, int NT>
-constexpr int kSmemBytes = kKqWarps * kStages * kStageBytes<F> + 2 * kKqWarps * NT * 4 * 32 * 4;
+template <class F, int NT, int S>
+constexpr int kSmemBytes = kKqWarps * S * kStageBytes<F> + 2 * kKqWarps * NT * 4 * 32 * 4;
 
 // A unit of work is 16 output rows (a weight tile) times one group of 8 NT activation rows; unit u is tile
 // u / n_groups, group u % n_groups, so the groups of one tile run side by side and all but the first read
@@ -239,7 +246,7 @@ constexpr int kSmemBytes = kKqWarps * kStages * kStageBytes<F> + 2 * kKqWarps * 
 // across unit boundaries, so DRAM keeps streaming while the warps finish a unit and meet in its reduction.
 // (One unit a block measured no faster than the register-fed kernel before it: with two weight blocks per
 // warp at n_in 4096, every wave loaded, then computed, then reduced.)
-template <class F, int NT>
+template <class F, int NT, int kStages>
 __global__ void __launch_bounds__(kKqWarps * 32, 2)
     kq_mma_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes] GGUF blocks
                   int64_t row_bytes, int64_t n_out, int n_blocks,
@@ -351,23 +358,32 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
 
 // Resident blocks of one instantiation per SM on the current device (for the persistent grid), and the
 // shared-memory opt-in it needs above 48 KB, once per instantiation and device (neither is a stream
-// operation, so both are allowed while a graph is being captured).
-template <class F, int NT>
-Result<int64_t> persistent_blocks() {
+// operation, so both are allowed while a graph is being captured; a shape also runs eagerly before capture).
+template <class F, int NT, int S>
+Result<int64_t> persistent_blocks(int device) {
   static std::atomic<int64_t> cached[64] = {};
-  int device = 0;
-  SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   std::atomic<int64_t>& slot = cached[device & 63];
   if (const int64_t v = slot.load(std::memory_order_acquire); v > 0) return v;
-  SAKER_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kq_mma_kernel<F, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<F, NT>));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kq_mma_kernel<F, NT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  kSmemBytes<F, NT, S>));
   int per_sm = 0, sms = 0;
-  SAKER_CUDA_RETURN_IF_ERROR(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kq_mma_kernel<F, NT>, kKqWarps * 32, kSmemBytes<F, NT>));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kq_mma_kernel<F, NT, S>,
+                                                                           kKqWarps * 32, kSmemBytes<F, NT, S>));
   SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t v = static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * sms;
   slot.store(v, std::memory_order_release);
   return v;
+}
+
+// Shared memory a block may opt in to on a device.
+Result<int64_t> smem_optin(int device) {
+  static std::atomic<int64_t> cached[64] = {};
+  std::atomic<int64_t>& slot = cached[device & 63];
+  if (const int64_t v = slot.load(std::memory_order_acquire); v > 0) return v;
+  int bytes = 0;
+  SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  slot.store(bytes, std::memory_order_release);
+  return static_cast<int64_t>(bytes);
 }
 
 template <class F>
@@ -376,22 +392,33 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   const auto* wp = static_cast<const uint8_t*>(w.data);
   const int64_t rb = matrix_row_bytes(w);
   const int n_blocks = static_cast<int>(w.n_in / kq::kBlock);
-  auto launch = [&](auto n_tiles) -> Status {
-    constexpr int NT = decltype(n_tiles)::value;
+  int device = 0;
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  SAKER_ASSIGN_OR_RETURN(const int64_t optin, smem_optin(device));
+  auto launch = [&](auto n_tiles, auto stages) -> Status {
+    constexpr int NT = decltype(n_tiles)::value, S = decltype(stages)::value;
     const int n_groups = static_cast<int>((rows + 8 * NT - 1) / (8 * NT));
     const int64_t n_units = (w.n_out + 15) / 16 * n_groups;
     if (n_units > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-    Result<int64_t> resident = persistent_blocks<F, NT>();
-    if (!resident.ok()) return resident.status();
-    const int64_t grid = n_units < *resident ? n_units : *resident;
-    kq_mma_kernel<F, NT><<<static_cast<unsigned>(grid), kKqWarps * 32, kSmemBytes<F, NT>, stream>>>(
-        wp, rb, w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), n_groups, static_cast<int>(n_units), out, out_stride,
-        accumulate ? 1 : 0);
+    SAKER_ASSIGN_OR_RETURN(const int64_t resident, (persistent_blocks<F, NT, S>(device)));
+    const int64_t grid = n_units < resident ? n_units : resident;
+    kq_mma_kernel<F, NT, S><<<static_cast<unsigned>(grid), kKqWarps * 32, kSmemBytes<F, NT, S>, stream>>>(
+        wp, rb, w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), n_groups, static_cast<int>(n_units), out,
+        out_stride, accumulate ? 1 : 0);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };
-  if (rows <= 8) return launch(std::integral_constant<int, 1>{});
-  return launch(std::integral_constant<int, 2>{});
+  auto with_stages = [&](auto n_tiles) -> Status {
+    constexpr int NT = decltype(n_tiles)::value;
+    if (kSmemBytes<F, NT, kMaxStages> <= optin) return launch(n_tiles, std::integral_constant<int, kMaxStages>{});
+    if (kSmemBytes<F, NT, 2> <= optin) return launch(n_tiles, std::integral_constant<int, 2>{});
+    return make_error(StatusCode::kUnsupported, "cuda matmul: the K-quant kernel needs " +
+                                                    std::to_string(kSmemBytes<F, NT, 2>) +
+                                                    " bytes of shared memory a block, the device allows " +
+                                                    std::to_string(optin));
+  };
+  if (rows <= 8) return with_stages(std::integral_constant<int, 1>{});
+  return with_stages(std::integral_constant<int, 2>{});
 }
 
 }  // namespace
