@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "engine/block_allocator.h"
+#include "engine/sequence_batch.h"
 #include "models/kv_cache.h"
 
 namespace saker::cli {
@@ -91,21 +92,13 @@ class Bench {
   Status step(int64_t start, int64_t n, int64_t n_out) {
     tokens_.resize(n);
     for (auto& t : tokens_) t = static_cast<int32_t>(rng_() % static_cast<uint64_t>(h_.n_vocab));
-    seq_.assign(n, 0);
-    slot_.resize(n);
-    for (int64_t i = 0; i < n; ++i) slot_[i] = static_cast<int32_t>(start + i);
     out_.resize(n_out);
     for (int64_t i = 0; i < n_out; ++i) out_[i] = static_cast<int32_t>(n - n_out + i);
     logits_.resize(n_out * h_.n_vocab);
-    AttentionSequence s;
-    s.block_table = table_;
-    s.n_ctx = static_cast<int32_t>(start + n);
+    const SequenceBatch sb(table_, start, n, AttentionMask::kCausal);
     ForwardBatch b;
     b.tokens = tokens_;
-    b.attn.sequences = std::span<const AttentionSequence>(&s, 1);
-    b.attn.token_seq = seq_;
-    b.attn.token_slot = slot_;
-    b.attn.token_pos = slot_;
+    b.attn = sb.attn;
     b.output_rows = out_;
     return model_.forward(b, kv_.layers(), logits_.data());
   }
@@ -123,7 +116,7 @@ class Bench {
   KvStorage& kv_;
   const ModelHParams& h_;
   std::mt19937_64 rng_{1234};
-  std::vector<int32_t> table_, tokens_, seq_, slot_, out_;
+  std::vector<int32_t> table_, tokens_, out_;
   std::vector<float> logits_;
 };
 

@@ -92,6 +92,14 @@ struct StepProgram {
   std::function<Status(int64_t first, int64_t n)> head;
 };
 
+// load_input's check, the same on every backend: the step has host input rows (has_input), one for each of
+// its n_tokens, each at least out.cols floats wide.
+inline Status check_load_input(const Act& out, bool has_input, int64_t n_tokens, int64_t input_stride) {
+  if (has_input && input_stride >= out.cols && out.rows == n_tokens) return {};
+  return make_error(StatusCode::kInvalidArgument, "load_input: {} rows of {} floats asked, the step has {} of {}",
+                    out.rows, out.cols, has_input ? n_tokens : 0, input_stride);
+}
+
 class OpBackend {
  public:
   virtual ~OpBackend() = default;

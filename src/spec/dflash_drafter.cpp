@@ -88,7 +88,7 @@ Status DFlashDrafter::context_body() {
   const float eps = static_cast<float>(c.rms_eps);
   const Act taps = b.buffer(kTaps, T), ctx = b.buffer(kH, T), kv = b.buffer(kQkv, T).columns(0, 2 * c.kv_dim());
   SAKER_RETURN_IF_ERROR(b.load_input(taps));
-  // ctx = hidden_norm(fc(taps)): the norm into the first layer's k|v matmul, which writes ctx itself.
+  // ctx = hidden_norm(fc(taps)), then every layer's k|v rows of it into that layer's KV pages.
   SAKER_RETURN_IF_ERROR(b.matmul(*fc_, taps, ctx, false));
   SAKER_RETURN_IF_ERROR(b.rms_norm(ctx, *hidden_norm_, eps, ctx));
   for (int64_t l = 0; l < c.n_layer; ++l) {

@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/sequence_batch.h"
 #include "models/model.h"
 
 namespace saker::testing {
@@ -14,19 +15,13 @@ namespace saker::testing {
 inline Status forward_with_taps(Model& m, const KvStorage& kv, std::span<const int32_t> tokens, int32_t first,
                               std::span<const int32_t> layers, float* taps, int32_t* id) {
   const auto n = static_cast<int32_t>(tokens.size());
-  std::vector<int32_t> table(kv.config().n_blocks), seq(n, 0), pos(n);
+  std::vector<int32_t> table(kv.config().n_blocks);
   std::iota(table.begin(), table.end(), 0);
-  std::iota(pos.begin(), pos.end(), first);
   const std::vector<int32_t> rows = {n - 1};
-  AttentionSequence s;
-  s.block_table = table;
-  s.n_ctx = first + n;
+  const SequenceBatch sb(table, first, n, AttentionMask::kCausal);
   ForwardBatch b;
   b.tokens = tokens;
-  b.attn.sequences = std::span<const AttentionSequence>(&s, 1);
-  b.attn.token_seq = seq;
-  b.attn.token_slot = pos;
-  b.attn.token_pos = pos;
+  b.attn = sb.attn;
   b.output_rows = rows;
   b.taps.layers = layers;
   b.taps.out = taps;

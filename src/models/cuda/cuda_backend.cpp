@@ -465,10 +465,7 @@ Act CudaBackend::buffer(int id, int64_t rows) {
 Act CudaBackend::logits(int64_t, int64_t n) { return {logits_dev_, n, n_vocab_, n_vocab_}; }
 
 Status CudaBackend::load_input(const Act& out) {
-  if (!cur_.input || cur_.input_stride < out.cols || out.rows != cur_.n_tokens) {
-    return make_error(StatusCode::kInvalidArgument, "load_input: {} rows of {} floats asked, the step has {} of {}",
-                      out.rows, out.cols, cur_.input ? cur_.n_tokens : 0, cur_.input_stride);
-  }
+  SAKER_RETURN_IF_ERROR(check_load_input(out, cur_.input != nullptr, cur_.n_tokens, cur_.input_stride));
   SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(out.data, out.stride * sizeof(float), cur_.input,
                                                cur_.input_stride * sizeof(float), out.cols * sizeof(float), out.rows,
                                                cudaMemcpyDeviceToDevice, stream_));

@@ -132,10 +132,7 @@ Status CpuBackend::embedding(const PreparedMatrix& table, float scale, const Act
 }
 
 Status CpuBackend::load_input(const Act& out) {
-  if (!step_.input || step_.input_stride < out.cols || out.rows != step_tokens()) {
-    return make_error(StatusCode::kInvalidArgument, "load_input: {} rows of {} floats asked, the step has {} of {}",
-                      out.rows, out.cols, step_.input ? step_tokens() : 0, step_.input_stride);
-  }
+  SAKER_RETURN_IF_ERROR(check_load_input(out, step_.input != nullptr, step_tokens(), step_.input_stride));
   copy_rows(step_.input, step_.input_stride, out.data, out.stride, out.rows, out.cols);
   return {};
 }

@@ -356,34 +356,41 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
   }
 }
 
-// Resident blocks of one instantiation per SM on the current device (for the persistent grid), and the
-// shared-memory opt-in it needs above 48 KB, once per instantiation and device (neither is a stream
-// operation, so both are allowed while a graph is being captured; a shape also runs eagerly before capture).
-template <class F, int NT, int S>
-Result<int64_t> persistent_blocks(int device) {
-  static std::atomic<int64_t> cached[64] = {};
-  std::atomic<int64_t>& slot = cached[device & 63];
+// A per-device figure computed once (devices 0..63), such as an instantiation's resident blocks.
+template <class Compute>
+Result<int64_t> once_per_device(std::atomic<int64_t> (&cache)[64], int device, Compute&& compute) {
+  std::atomic<int64_t>& slot = cache[device & 63];
   if (const int64_t v = slot.load(std::memory_order_acquire); v > 0) return v;
-  SAKER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kq_mma_kernel<F, NT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  kSmemBytes<F, NT, S>));
-  int per_sm = 0, sms = 0;
-  SAKER_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kq_mma_kernel<F, NT, S>,
-                                                                           kKqWarps * 32, kSmemBytes<F, NT, S>));
-  SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t v = static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * sms;
+  SAKER_ASSIGN_OR_RETURN(const int64_t v, compute());
   slot.store(v, std::memory_order_release);
   return v;
 }
 
+// Resident blocks of one instantiation per SM on a device (for the persistent grid), after the shared-memory
+// opt-in it needs above 48 KB (neither is a stream operation, so both are allowed while a graph is being
+// captured; a shape also runs eagerly before capture).
+template <class F, int NT, int S>
+Result<int64_t> persistent_blocks(int device) {
+  static std::atomic<int64_t> cache[64] = {};
+  return once_per_device(cache, device, [&]() -> Result<int64_t> {
+    SAKER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kq_mma_kernel<F, NT, S>,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<F, NT, S>));
+    int per_sm = 0, sms = 0;
+    SAKER_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kq_mma_kernel<F, NT, S>,
+                                                                             kKqWarps * 32, kSmemBytes<F, NT, S>));
+    SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * sms;
+  });
+}
+
 // Shared memory a block may opt in to on a device.
 Result<int64_t> smem_optin(int device) {
-  static std::atomic<int64_t> cached[64] = {};
-  std::atomic<int64_t>& slot = cached[device & 63];
-  if (const int64_t v = slot.load(std::memory_order_acquire); v > 0) return v;
-  int bytes = 0;
-  SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  slot.store(bytes, std::memory_order_release);
-  return static_cast<int64_t>(bytes);
+  static std::atomic<int64_t> cache[64] = {};
+  return once_per_device(cache, device, [&]() -> Result<int64_t> {
+    int bytes = 0;
+    SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    return static_cast<int64_t>(bytes);
+  });
 }
 
 template <class F>
