@@ -121,7 +121,11 @@ int run(const RunArgs& a) {
     eo.n_ctx = n_ctx;
     auto maker = make_proposer_maker(a.spec, {lm.weights, lm.model.get(), lm.tokenizer.get()}, ops);
     if (!maker.ok()) return fail(maker.status().to_string());
-    if (*maker) eo.proposer = [maker = *maker, n_ctx] { return maker(n_ctx); };
+    if (*maker) {
+      auto factory = (*maker)(n_ctx, eo.max_seqs);
+      if (!factory.ok()) return fail(factory.status().to_string());
+      eo.proposer = std::move(factory).value();
+    }
     eo.adaptive_drafts = !a.spec.fixed_draft;
     eo.speculation_cost_policy = !a.spec.always_speculate;
     auto g = EngineGenerator::create(*lm.model, lm.tokenizer.get(), eo);

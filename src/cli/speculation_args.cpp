@@ -81,7 +81,7 @@ std::string speculation_device(const SpeculationArgs& a, const std::string& devi
 
 namespace {
 
-// The proposer that reads a model (a DFlash drafter or a draft model); null when none was asked for.
+// The proposers that read a model (a DFlash drafter or a draft model); null when none was asked for.
 Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
                                            const OpsOptions& target_ops) {
   OpsOptions ops = target_ops;
@@ -89,9 +89,9 @@ Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const Specu
   if (!a.drafter.empty()) {
     SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
                            spec::DFlashWeights::load(a.drafter, target.weights));
-    return ProposerMaker([drafter, tree = a.draft_tree, ops](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
-      SAKER_ASSIGN_OR_RETURN(auto p, spec::DFlashProposer::create(drafter, n_ctx, tree, ops));
-      return std::unique_ptr<Proposer>(std::move(p));
+    // One drafter per engine: its weights prepared once, every sequence a slot of it, drafted in one forward.
+    return ProposerMaker([drafter, tree = a.draft_tree, ops](int64_t n_ctx, int32_t max_seqs) {
+      return spec::DFlashProposer::factory(drafter, max_seqs, n_ctx, tree, ops);
     });
   }
   if (!a.draft_model.empty()) {
@@ -105,9 +105,11 @@ Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const Specu
       SAKER_RETURN_IF_ERROR(spec::check_draft_vocab(*target.model, target.tokenizer, *draft->model,
                                                     draft->tokenizer.get()));
     }
-    return ProposerMaker([draft, k = a.draft_len()](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
-      SAKER_ASSIGN_OR_RETURN(auto p, spec::DraftModelProposer::create(*draft->model, n_ctx, k));
-      return std::unique_ptr<Proposer>(std::move(p));
+    return ProposerMaker([draft, k = a.draft_len()](int64_t n_ctx, int32_t) -> Result<ProposerFactory> {
+      return ProposerFactory([draft, k, n_ctx]() -> Result<std::unique_ptr<Proposer>> {
+        SAKER_ASSIGN_OR_RETURN(auto p, spec::DraftModelProposer::create(*draft->model, n_ctx, k));
+        return std::unique_ptr<Proposer>(std::move(p));
+      });
     });
   }
   return ProposerMaker();
@@ -129,16 +131,22 @@ Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const Specul
   if (a.spec != "ngram") return model_maker;
   const spec::NgramOptions o{a.ngram_min, a.ngram_max, a.draft_len()};
   SAKER_RETURN_IF_ERROR(spec::NgramProposer::create(o).status());  // the options, checked once
-  return ProposerMaker([o, model_maker](int64_t n_ctx) -> Result<std::unique_ptr<Proposer>> {
-    SAKER_ASSIGN_OR_RETURN(auto ngram, spec::NgramProposer::create(o));
-    if (!model_maker) return std::unique_ptr<Proposer>(std::move(ngram));
-    // Both: prompt lookup first, the model for steps where it finds nothing.
-    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> model, model_maker(n_ctx));
-    std::vector<std::unique_ptr<Proposer>> chain;
-    chain.push_back(std::move(ngram));
-    chain.push_back(std::move(model));
-    SAKER_ASSIGN_OR_RETURN(auto p, spec::ChainedProposer::create(std::move(chain)));
-    return std::unique_ptr<Proposer>(std::move(p));
+  return ProposerMaker([o, model_maker](int64_t n_ctx, int32_t max_seqs) -> Result<ProposerFactory> {
+    ProposerFactory model_factory;
+    if (model_maker) {
+      SAKER_ASSIGN_OR_RETURN(model_factory, model_maker(n_ctx, max_seqs));
+    }
+    return ProposerFactory([o, model_factory]() -> Result<std::unique_ptr<Proposer>> {
+      SAKER_ASSIGN_OR_RETURN(auto ngram, spec::NgramProposer::create(o));
+      if (!model_factory) return std::unique_ptr<Proposer>(std::move(ngram));
+      // Both: prompt lookup first, the model for steps where it finds nothing.
+      SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> model, model_factory());
+      std::vector<std::unique_ptr<Proposer>> chain;
+      chain.push_back(std::move(ngram));
+      chain.push_back(std::move(model));
+      SAKER_ASSIGN_OR_RETURN(auto p, spec::ChainedProposer::create(std::move(chain)));
+      return std::unique_ptr<Proposer>(std::move(p));
+    });
   });
 }
 

@@ -56,11 +56,12 @@ struct SpeculationTarget {
   const text::Tokenizer* tokenizer = nullptr;
 };
 
-// Per-sequence proposers for sequences of up to n_ctx tokens; null when no speculation was asked for. Loads
-// a drafter's or draft model's weights once (errors name the file; a draft model on the target's device); a
-// draft model's vocabulary must be the target's. Warns when the target's backend rounds some weight
-// differently at different batch widths (Model::width_dependent_weight).
-using ProposerMaker = std::function<Result<std::unique_ptr<Proposer>>(int64_t n_ctx)>;
+// The engine's proposer factory (EngineOptions::proposer) for max_seqs sequences of up to n_ctx tokens at
+// once; null when no speculation was asked for. Loads a drafter's or draft model's weights once (errors name
+// the file; a draft model on the target's device); a draft model's vocabulary must be the target's. A DFlash
+// drafter is prepared once per engine, with a slot for each of its sequences. Warns when the target's backend
+// rounds some weight differently at different batch widths (Model::width_dependent_weight).
+using ProposerMaker = std::function<Result<ProposerFactory>(int64_t n_ctx, int32_t max_seqs)>;
 Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const SpeculationTarget& target,
                                           const OpsOptions& ops);
 

@@ -3,6 +3,7 @@
 // tapped hidden states of every committed position (add_context) and asks it for a chain or tree of draft
 // tokens after the pending one (propose); the verify walk through the sequence's own Sampler keeps the output
 // exactly plain decoding's. spec/ implements it (the DFlash block drafter, n-gram prompt lookup).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,6 +29,15 @@ struct DraftNodes {
   }
 };
 
+// A forward that many proposers share (one drafter for every sequence of an engine). A step asks for its
+// drafts in three calls (see Proposer::request), so that it runs once for all of them.
+class DraftBatch {
+ public:
+  virtual ~DraftBatch() = default;
+  // Runs every request made since the last run(); each proposer's take() then reads its own part.
+  virtual Status run() = 0;
+};
+
 class Proposer {
  public:
   virtual ~Proposer() = default;
@@ -46,9 +56,30 @@ class Proposer {
   virtual Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) = 0;
   // The most nodes propose() returns (sizes the verify segment).
   virtual int64_t max_nodes() const = 0;
+  // The most nodes a draft at most max_depth deep brings: a chain's depth, a tree's budget.
+  int64_t max_nodes_at(int64_t max_depth) const {
+    return drafts_trees() ? max_nodes() : std::min(max_depth, max_nodes());
+  }
+
+  // Drafting in three calls, so that proposers sharing one forward batch it: request() on every sequence that
+  // drafts this step, then run() once on each distinct batch() (the DraftBatch the last request() joined;
+  // null: none), then take() on each, which gives the nodes propose() would have. By default request()
+  // proposes at once and take() hands its nodes over.
+  virtual Status request(std::span<const int32_t> tokens, int64_t max_depth) {
+    return propose(tokens, max_depth, &requested_);
+  }
+  virtual DraftBatch* batch() { return nullptr; }
+  virtual Status take(DraftNodes* out) {
+    std::swap(*out, requested_);
+    requested_.clear();
+    return {};
+  }
   // Whether propose() returns trees rather than chains. The engine adapts only a chain's length to its
   // acceptance (DraftPolicy): a tree hedges by width, and cutting its depth measured slower.
   virtual bool drafts_trees() const { return false; }
+
+ private:
+  DraftNodes requested_;  // request() to take(), for proposers that draft at once
 };
 
 using ProposerFactory = std::function<Result<std::unique_ptr<Proposer>>()>;

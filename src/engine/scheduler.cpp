@@ -136,6 +136,48 @@ bool Scheduler::drafts_pay(int64_t budget) {
   return pays;
 }
 
+void Scheduler::draft(int64_t budget) {
+  std::vector<Sequence*> asked;
+  std::vector<DraftBatch*> batches;
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence* s = running_[i].get();
+    if (s->n_pending() != 1) continue;
+    s->drafts.clear();
+    // room: draft nodes the step and the context can take; the depth (a chain's length) is the policy's.
+    const int64_t room = std::min<int64_t>(budget - 1, s->n_ctx - s->n_cached - 1);
+    if (!s->proposer || room <= 0) {
+      --budget;
+      continue;
+    }
+    const int64_t depth = std::min<int64_t>(room, s->draft_policy.depth());
+    const Status st = s->proposer->request(s->tokens, depth);
+    if (!st.ok()) {
+      SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
+      --budget;
+      continue;
+    }
+    asked.push_back(s);
+    if (DraftBatch* b = s->proposer->batch(); b && std::find(batches.begin(), batches.end(), b) == batches.end()) {
+      batches.push_back(b);
+    }
+    budget -= 1 + std::min(room, s->proposer->max_nodes_at(depth));
+  }
+  Status ran;
+  for (DraftBatch* b : batches) {
+    if (Status st = b->run(); !st.ok() && ran.ok()) ran = st;
+  }
+  for (Sequence* s : asked) {
+    const bool batched = s->proposer->batch() != nullptr;
+    Status st = s->proposer->take(&s->drafts);
+    if (st.ok() && batched && !ran.ok()) st = ran;
+    if (!st.ok()) {
+      SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
+      s->drafts.clear();
+    }
+    s->draft_policy.note_drafted(s->drafts.size());
+  }
+}
+
 Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>* finished) {
   batch->clear();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
@@ -157,7 +199,9 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
     }
   }
 
-  const bool draft = !options_.cost_policy || drafts_pay(options_.step_tokens);
+  const bool drafting = !options_.cost_policy || drafts_pay(options_.step_tokens);
+  for (auto& r : running_) r->drafts.clear();
+  if (drafting) draft(options_.step_tokens);
   for (;;) {
     int64_t budget = options_.step_tokens;
     // Decode tokens first, oldest sequence first; a token that finds no page preempts the newest sequence.
@@ -165,24 +209,11 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence* s = running_[i].get();
       if (s->n_pending() != 1) continue;
-      if (s->proposer && draft && budget > 1) {
-        // A speculating sequence: its drafts ride in the same step, when they fit the budget and the pool.
-        // room: draft nodes the step and the context can take; the depth (a chain's length) is the policy's.
+      if (s->drafts.size() > 0) {
+        // A speculating sequence: its drafts ride in the same step, when they fit the budget, the context and
+        // the pool.
         const int64_t room = std::min<int64_t>(budget - 1, s->n_ctx - s->n_cached - 1);
-        const int64_t depth = std::min<int64_t>(room, s->draft_policy.depth());
-        s->drafts.clear();
-        if (room > 0) {
-          // A proposer that fails (a draft model's cache that cannot be allocated, say) costs this step's
-          // draft, not the step: the sequence decodes one token as without speculation.
-          const Status st = s->proposer->propose(s->tokens, depth, &s->drafts);
-          if (!st.ok()) {
-            SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
-            s->drafts.clear();
-          }
-          s->draft_policy.note_drafted(s->drafts.size());
-        }
-        if (s->drafts.size() > 0 && s->drafts.size() <= room &&
-            pool_.reserve(&s->pages, s->n_cached + 1 + s->drafts.size()).ok()) {
+        if (s->drafts.size() <= room && pool_.reserve(&s->pages, s->n_cached + 1 + s->drafts.size()).ok()) {
           append_tree(batch, s);
           scheduled.push_back(s);
           budget -= 1 + s->drafts.size();

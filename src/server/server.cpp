@@ -383,7 +383,14 @@ int run_server(const ServerOptions& options, const ModelLoader& loader, const st
     eo.prefill_chunk = options.prefill_chunk;
     eo.prefix_cache = options.prefix_cache;
     eo.cache_ram_bytes = static_cast<uint64_t>(options.cache_ram_gb * (1ull << 30));
-    if (s.served.make_proposer) eo.proposer = [&s, n_ctx] { return s.served.make_proposer(n_ctx); };
+    if (s.served.make_proposer) {
+      auto factory = s.served.make_proposer(n_ctx, eo.max_seqs);
+      if (!factory.ok()) {
+        SAKER_LOG_ERROR("speculative decoding: {}", factory.status().to_string());
+        return shutdown(1);
+      }
+      eo.proposer = std::move(factory).value();
+    }
     eo.adaptive_drafts = s.served.adaptive_drafts;
     eo.speculation_cost_policy = s.served.speculation_cost_policy;
     auto engine = EngineExecutor::create(*s.served.model, s.served.tokenizer.get(), eo, &s.metrics);

@@ -56,9 +56,10 @@ struct ServedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<text::Tokenizer> tokenizer;  // required by the server
   std::string chat_template;                   // Jinja source; "" renders ChatML
-  // Speculative decoding: makes one sequence's proposer (a drafter) for sequences of up to n_ctx tokens; the
-  // engine verifies its drafts inside each step. Null: plain decoding.
-  std::function<Result<std::unique_ptr<Proposer>>(int64_t n_ctx)> make_proposer;
+  // Speculative decoding: makes the engine's proposer factory (EngineOptions::proposer) for max_seqs
+  // sequences of up to n_ctx tokens at once; the engine verifies their drafts inside each step. Null: plain
+  // decoding.
+  std::function<Result<ProposerFactory>(int64_t n_ctx, int32_t max_seqs)> make_proposer;
   bool adaptive_drafts = true;  // EngineOptions::adaptive_drafts
   bool speculation_cost_policy = true;  // EngineOptions::speculation_cost_policy
 };

@@ -33,13 +33,34 @@ Status ChainedProposer::add_context(int64_t first, int64_t n, const float* taps)
   return {};
 }
 
-Status ChainedProposer::propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) {
-  out->clear();
+Status ChainedProposer::request(std::span<const int32_t> tokens, int64_t max_depth) {
+  deferred_ = nullptr;
+  found_.clear();
   for (auto& p : proposers_) {
-    SAKER_RETURN_IF_ERROR(p->propose(tokens, max_depth, out));
-    if (out->size() > 0) return {};
+    SAKER_RETURN_IF_ERROR(p->request(tokens, max_depth));
+    if (p->batch()) {
+      deferred_ = p.get();
+      return {};
+    }
+    SAKER_RETURN_IF_ERROR(p->take(&found_));
+    if (found_.size() > 0) return {};
   }
   return {};
+}
+
+Status ChainedProposer::take(DraftNodes* out) {
+  Proposer* deferred = deferred_;
+  deferred_ = nullptr;
+  if (deferred) return deferred->take(out);
+  std::swap(*out, found_);
+  found_.clear();
+  return {};
+}
+
+Status ChainedProposer::propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) {
+  SAKER_RETURN_IF_ERROR(request(tokens, max_depth));
+  if (DraftBatch* b = batch()) SAKER_RETURN_IF_ERROR(b->run());
+  return take(out);
 }
 
 int64_t ChainedProposer::max_nodes() const {

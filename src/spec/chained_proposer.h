@@ -19,12 +19,19 @@ class ChainedProposer : public Proposer {
   void reset() override;
   Status add_context(int64_t first, int64_t n, const float* taps) override;
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
+  // In order: a proposer that drafts at once and finds something wins; one that batches (a shared drafter)
+  // is asked and wins whatever it finds, so later ones are never asked after it.
+  Status request(std::span<const int32_t> tokens, int64_t max_depth) override;
+  DraftBatch* batch() override { return deferred_ ? deferred_->batch() : nullptr; }
+  Status take(DraftNodes* out) override;
   int64_t max_nodes() const override;
   bool drafts_trees() const override;
 
  private:
   explicit ChainedProposer(std::vector<std::unique_ptr<Proposer>> proposers) : proposers_(std::move(proposers)) {}
   std::vector<std::unique_ptr<Proposer>> proposers_;
+  Proposer* deferred_ = nullptr;  // the batching proposer this step's request went to
+  DraftNodes found_;              // else what an at-once proposer found
 };
 
 }  // namespace saker::spec

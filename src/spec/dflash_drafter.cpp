@@ -12,27 +12,69 @@
 namespace saker::spec {
 
 Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(std::shared_ptr<const DFlashWeights> weights,
-                                                             int64_t n_ctx, const OpsOptions& ops) {
+                                                             int64_t n_ctx, const OpsOptions& ops, int32_t n_slots) {
   if (!weights) return make_error(StatusCode::kInvalidArgument, "a drafter needs its weights");
   if (n_ctx <= 0) return make_error(StatusCode::kInvalidArgument, "drafter context must be positive (got {})", n_ctx);
+  if (n_slots <= 0) return make_error(StatusCode::kInvalidArgument, "a drafter needs at least one slot (got {})", n_slots);
   std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
   d->w_ = std::move(weights);
   SAKER_ASSIGN_OR_RETURN(d->backend_, create_backend(ops));
   SAKER_RETURN_IF_ERROR(d->bind_weights());
   const DFlashConfig& c = d->w_->config;
-  const KvCacheConfig kc = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, d->backend_->kv_dtype());
-  SAKER_ASSIGN_OR_RETURN(d->kv_, allocate_kv_storage(d->backend_->device(), kc));
-  d->block_table_.resize(kc.n_blocks);
-  std::iota(d->block_table_.begin(), d->block_table_.end(), 0);
-  d->n_ctx_ = kc.n_blocks * kc.block_size;
+  const KvCacheConfig one = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, d->backend_->kv_dtype());
+  KvCacheConfig all = one;
+  all.n_blocks = one.n_blocks * n_slots;
+  SAKER_ASSIGN_OR_RETURN(d->kv_, allocate_kv_storage(d->backend_->device(), all));
+  d->n_ctx_ = one.n_blocks * one.block_size;
+  d->slots_.resize(static_cast<size_t>(n_slots));
+  for (int32_t i = 0; i < n_slots; ++i) {
+    std::vector<int32_t>& table = d->slots_[i].block_table;
+    table.resize(one.n_blocks);
+    std::iota(table.begin(), table.end(), static_cast<int32_t>(i * one.n_blocks));
+  }
   return d;
 }
 
 Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& dir,
                                                            std::shared_ptr<const ModelWeights> target, int64_t n_ctx,
-                                                           const OpsOptions& ops) {
+                                                           const OpsOptions& ops, int32_t n_slots) {
   SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const DFlashWeights> w, DFlashWeights::load(dir, std::move(target)));
-  return create(std::move(w), n_ctx, ops);
+  return create(std::move(w), n_ctx, ops, n_slots);
+}
+
+Result<int32_t> DFlashDrafter::acquire() {
+  std::lock_guard lock(slots_mutex_);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].held) continue;
+    slots_[i].held = true;
+    return static_cast<int32_t>(i);
+  }
+  return make_error(StatusCode::kOutOfRange, "drafter: all {} slots are held by running sequences",
+                    slots_.size());
+}
+
+void DFlashDrafter::release(int32_t slot) {
+  if (slot < 0 || slot >= n_slots()) return;
+  reset(slot);
+  std::lock_guard lock(slots_mutex_);
+  slots_[slot].held = false;
+}
+
+Status DFlashDrafter::check_slot(int32_t slot) const {
+  if (slot >= 0 && slot < n_slots()) return {};
+  return make_error(StatusCode::kInvalidArgument, "drafter: slot {} of {}", slot, n_slots());
+}
+
+int64_t DFlashDrafter::n_context(int32_t slot) const {
+  const Slot& s = slots_[slot];
+  return s.fused + static_cast<int64_t>(s.queued.size()) / tap_width();
+}
+
+void DFlashDrafter::reset(int32_t slot) {
+  Slot& s = slots_[slot];
+  s.fused = 0;
+  s.queued.clear();
+  s.pending = -1;
 }
 
 Status DFlashDrafter::bind_weights() {
@@ -135,78 +177,196 @@ Status DFlashDrafter::block_head(int64_t first, int64_t n) {
   return b.emit_outputs(logits, first);
 }
 
-Status DFlashDrafter::add_context(int64_t first, int64_t n, const float* taps) {
-  const DFlashConfig& c = w_->config;
-  if (first < 0 || first > n_context_) {
-    return make_error(StatusCode::kInvalidArgument, "drafter context: positions from {} given, {} held", first,
-                      n_context_);
+Status DFlashDrafter::add_context(int32_t slot, int64_t first, int64_t n, const float* taps) {
+  SAKER_RETURN_IF_ERROR(check_slot(slot));
+  Slot& s = slots_[slot];
+  const int64_t held = n_context(slot);
+  if (first < 0 || first > held) {
+    return make_error(StatusCode::kInvalidArgument, "drafter context: positions from {} given, {} held", first, held);
   }
   if (n <= 0) return {};
   if (first + n > n_ctx_) {
     return make_error(StatusCode::kOutOfRange, "drafter context: position {} beyond its {} slots", first + n - 1, n_ctx_);
   }
-  const std::vector<int32_t> tokens(static_cast<size_t>(n), 0);  // read by no op: the input rows stand for them
-  const SequenceBatch batch(block_table_, first, n, AttentionMask::kCausal);
+  const int64_t width = tap_width();
+  if (first < s.fused) {  // fused positions replaced: their pages are rewritten from the queue
+    s.fused = first;
+    s.queued.clear();
+  } else {
+    s.queued.resize(static_cast<size_t>((first - s.fused) * width));
+  }
+  s.queued.insert(s.queued.end(), taps, taps + n * width);
+  return {};
+}
+
+Status DFlashDrafter::request(int32_t slot, int32_t pending, int32_t top_k) {
+  SAKER_RETURN_IF_ERROR(check_slot(slot));
+  const DFlashConfig& c = w_->config;
+  const int64_t at = n_context(slot);
+  if (at + c.block_size > n_ctx_) {
+    return make_error(StatusCode::kOutOfRange, "drafter: a block at position {} does not fit its {} slots", at, n_ctx_);
+  }
+  if (pending < 0 || pending >= c.n_vocab) {
+    return make_error(StatusCode::kInvalidArgument, "drafter: pending token {} outside the vocabulary", pending);
+  }
+  if (top_k < 0) return make_error(StatusCode::kInvalidArgument, "drafter: top-{} asked for", top_k);
+  Slot& s = slots_[slot];
+  s.pending = pending;
+  s.top_k = top_k;
+  s.ids.clear();  // a forward that fails leaves no stale drafts
+  s.top.clear();
+  return {};
+}
+
+Status DFlashDrafter::run() {
+  SAKER_RETURN_IF_ERROR(fuse_context());
+  return run_blocks();
+}
+
+// Every slot's queued rows, back to back, in one forward (no attention: the rows only write K/V).
+Status DFlashDrafter::fuse_context() {
+  const int64_t width = tap_width();
+  tokens_.clear();
+  token_seq_.clear();
+  token_slot_.clear();
+  seqs_.clear();
+  seq_slot_.clear();
+  input_.clear();
+  for (int32_t i = 0; i < n_slots(); ++i) {
+    const Slot& s = slots_[i];
+    const int64_t q = static_cast<int64_t>(s.queued.size()) / width;
+    if (q == 0) continue;
+    AttentionSequence seq;
+    seq.block_table = s.block_table;
+    seq.n_ctx = static_cast<int32_t>(s.fused + q);
+    seq.mask = AttentionMask::kCausal;
+    for (int64_t p = s.fused; p < s.fused + q; ++p) {
+      token_seq_.push_back(static_cast<int32_t>(seqs_.size()));
+      token_slot_.push_back(static_cast<int32_t>(p));
+    }
+    seqs_.push_back(seq);
+    seq_slot_.push_back(i);
+    input_.insert(input_.end(), s.queued.begin(), s.queued.end());
+  }
+  if (token_seq_.empty()) return {};
+  tokens_.assign(token_seq_.size(), 0);  // read by no op: the input rows stand for them
+  AttentionBatch attn;
+  attn.sequences = seqs_;
+  attn.token_seq = token_seq_;
+  attn.token_slot = token_slot_;
+  attn.token_pos = token_slot_;  // a chain: position == slot
   StepRequest r;
-  r.tokens = tokens;
-  r.attn = &batch.attn;
+  r.tokens = tokens_;
+  r.attn = &attn;
   r.kv = kv_->layers();
-  r.n_vocab = c.n_vocab;
-  r.input = taps;  // [n, n_taps, n_embd] is [n, n_taps * n_embd]: the taps concatenated per position
-  r.input_stride = static_cast<int64_t>(c.target_layers.size()) * c.n_embd;
+  r.n_vocab = w_->config.n_vocab;
+  r.input = input_.data();  // [T, n_taps, n_embd] is [T, n_taps * n_embd]: the taps concatenated per position
+  r.input_stride = width;
   StepProgram program;
   program.body = [&] { return context_body(); };
   program.head = [](int64_t, int64_t) { return Status{}; };
   SAKER_RETURN_IF_ERROR(backend_->run_step(r, program));
-  n_context_ = first + n;
+  ++stats_.context_forwards;
+  stats_.context_rows += static_cast<int64_t>(token_seq_.size());
+  for (int32_t i : seq_slot_) {
+    Slot& s = slots_[i];
+    s.fused += static_cast<int64_t>(s.queued.size()) / width;
+    s.queued.clear();
+  }
   return {};
 }
 
-Status DFlashDrafter::run_block(int32_t pending, std::vector<float>* logits, std::vector<int32_t>* ids) {
+// Every requested block (B rows at the slot's next positions, kFull) in one forward; rows 1..B-1 of each
+// reach the head.
+Status DFlashDrafter::run_blocks() {
   const DFlashConfig& c = w_->config;
-  const int64_t B = c.block_size, s = n_context_;
-  if (s + B > n_ctx_) {
-    return make_error(StatusCode::kOutOfRange, "drafter: a block at position {} does not fit its {} slots", s, n_ctx_);
+  const int64_t B = c.block_size, V = c.n_vocab;
+  tokens_.clear();
+  token_seq_.clear();
+  token_slot_.clear();
+  output_rows_.clear();
+  seqs_.clear();
+  seq_slot_.clear();
+  bool any_top = false;
+  for (int32_t i = 0; i < n_slots(); ++i) {
+    Slot& s = slots_[i];
+    if (s.pending < 0) continue;
+    AttentionSequence seq;
+    seq.block_table = s.block_table;
+    seq.n_ctx = static_cast<int32_t>(s.fused + B);  // every context slot and the whole block
+    seq.mask = AttentionMask::kFull;
+    for (int64_t k = 0; k < B; ++k) {
+      if (k > 0) output_rows_.push_back(static_cast<int32_t>(tokens_.size()));
+      tokens_.push_back(k == 0 ? s.pending : c.mask_token);
+      token_seq_.push_back(static_cast<int32_t>(seqs_.size()));
+      token_slot_.push_back(static_cast<int32_t>(s.fused + k));
+    }
+    seqs_.push_back(seq);
+    seq_slot_.push_back(i);
+    any_top |= s.top_k > 0;
+    s.pending = -1;
   }
-  std::vector<int32_t> block(static_cast<size_t>(B), c.mask_token);
-  block[0] = pending;
-  std::vector<int32_t> rows(static_cast<size_t>(B - 1));
-  std::iota(rows.begin(), rows.end(), 1);
-  const SequenceBatch batch(block_table_, s, B, AttentionMask::kFull);  // every context slot and the whole block
-  if (logits) logits->resize(static_cast<size_t>((B - 1) * c.n_vocab));  // [B - 1, n_vocab]
-  if (ids) ids->resize(static_cast<size_t>(B - 1));
+  if (seqs_.empty()) return {};
+  const int64_t n_out = static_cast<int64_t>(output_rows_.size());
+  // Logits only where some slot wants its top tokens; otherwise the backend's argmax ids.
+  logits_.resize(any_top ? static_cast<size_t>(n_out * V) : 0);
+  ids_.resize(any_top ? 0 : static_cast<size_t>(n_out));
+  AttentionBatch attn;
+  attn.sequences = seqs_;
+  attn.token_seq = token_seq_;
+  attn.token_slot = token_slot_;
+  attn.token_pos = token_slot_;
   StepRequest r;
-  r.tokens = block;
-  r.attn = &batch.attn;
-  r.output_rows = rows;
+  r.tokens = tokens_;
+  r.attn = &attn;
+  r.output_rows = output_rows_;
   r.kv = kv_->layers();
-  r.n_vocab = c.n_vocab;
-  r.logits = logits ? logits->data() : nullptr;
-  r.argmax = ids ? ids->data() : nullptr;
+  r.n_vocab = V;
+  r.logits = any_top ? logits_.data() : nullptr;
+  r.argmax = any_top ? nullptr : ids_.data();
   StepProgram program;
   program.body = [&] { return block_body(); };
   program.head = [&](int64_t first, int64_t n) { return block_head(first, n); };
-  return backend_->run_step(r, program);
-}
-
-Status DFlashDrafter::propose(int32_t pending, std::vector<int32_t>* drafts) {
-  return run_block(pending, nullptr, drafts);  // argmax ids, ties: the lowest id
-}
-
-Status DFlashDrafter::propose_top(int32_t pending, int32_t k, std::vector<TopTokens>* out) {
-  if (k <= 0) return make_error(StatusCode::kInvalidArgument, "drafter: top-{} asked for", k);
-  std::vector<float> logits;
-  SAKER_RETURN_IF_ERROR(run_block(pending, &logits, nullptr));
-  const int64_t V = w_->config.n_vocab, rows = w_->config.block_size - 1;
-  out->resize(rows);
-  for (int64_t i = 0; i < rows; ++i) {
-    const std::span<const float> r(logits.data() + i * V, V);
-    const float log_z = log_sum_exp(r);
-    TopTokens& t = (*out)[i];
-    t.ids = top_ids(r, k);
-    t.logprobs.clear();
-    for (int32_t id : t.ids) t.logprobs.push_back(r[id] - log_z);
+  SAKER_RETURN_IF_ERROR(backend_->run_step(r, program));
+  ++stats_.block_forwards;
+  stats_.blocks += static_cast<int64_t>(seqs_.size());
+  for (size_t j = 0; j < seq_slot_.size(); ++j) {
+    Slot& s = slots_[seq_slot_[j]];
+    const int64_t first = static_cast<int64_t>(j) * (B - 1);
+    s.ids.clear();
+    s.top.clear();
+    if (!any_top) {
+      s.ids.assign(ids_.begin() + first, ids_.begin() + first + (B - 1));
+      continue;
+    }
+    for (int64_t i = 0; i < B - 1; ++i) {
+      const std::span<const float> row(logits_.data() + (first + i) * V, V);
+      if (s.top_k == 0) {  // argmax as the backend picks it: the lowest id among equals
+        s.ids.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+        continue;
+      }
+      const float log_z = log_sum_exp(row);
+      TopTokens t;
+      t.ids = top_ids(row, s.top_k);
+      for (int32_t id : t.ids) t.logprobs.push_back(row[id] - log_z);
+      s.top.push_back(std::move(t));
+    }
   }
+  return {};
+}
+
+Status DFlashDrafter::propose(int32_t slot, int32_t pending, std::vector<int32_t>* drafts) {
+  SAKER_RETURN_IF_ERROR(request(slot, pending, 0));
+  SAKER_RETURN_IF_ERROR(run());
+  drafts->assign(slots_[slot].ids.begin(), slots_[slot].ids.end());
+  return {};
+}
+
+Status DFlashDrafter::propose_top(int32_t slot, int32_t pending, int32_t k, std::vector<TopTokens>* rows) {
+  if (k <= 0) return make_error(StatusCode::kInvalidArgument, "drafter: top-{} asked for", k);
+  SAKER_RETURN_IF_ERROR(request(slot, pending, k));
+  SAKER_RETURN_IF_ERROR(run());
+  rows->assign(slots_[slot].top.begin(), slots_[slot].top.end());
   return {};
 }
 

@@ -1,68 +1,99 @@
 #pragma once
 // DFlashDrafter: a DFlash block-diffusion drafter (see the speculative-decoding notes, section 2), written once
-// over the op surface (ops/backend.h) like the target models. It has no embedding or head of its own: block
-// tokens are embedded with the target's token embedding and draft logits come from the target's output head
-// applied to the drafter's final-normed hidden state.
+// over the op surface (ops/backend.h) like the target models, for many sequences at once. It has no embedding
+// or head of its own: block tokens are embedded with the target's token embedding and draft logits come from
+// the target's output head applied to the drafter's final-normed hidden state.
 //
+//   slots     each sequence drafting through it holds a slot: its fused context and its own KV pages (a fixed
+//             share of the drafter's KV storage, slot = position). One set of prepared weights serves them all.
 //   context   the target's tapped hidden states of every committed position, fused once per position:
 //             ctx = hidden_norm(fc(concat taps)), then each draft layer caches k_norm(k_proj(ctx)) (RoPE at the
-//             position) and v_proj(ctx) in its own paged KV cache, slot = position (a step whose input rows
-//             are the taps and whose layers write k|v only)
-//   propose   block [pending, mask x (B-1)] at positions s..s+B-1 (s = committed positions so far) runs through
-//             the draft layers; each block row attends to all context slots and to the whole block
-//             (bidirectional); rows 1..B-1 give the draft tokens (row i predicts position s + i, no shift)
+//             position) and v_proj(ctx) in the slot's pages (a step whose input rows are the taps and whose
+//             layers write k|v only). add_context() queues the rows; the next run() fuses every slot's queue
+//             in one forward.
+//   block     [pending, mask x (B-1)] at positions s..s+B-1 (s = the slot's context length) runs through the
+//             draft layers; each block row attends to all of its slot's context and to its whole block
+//             (bidirectional); rows 1..B-1 give the draft tokens (row i predicts position s + i, no shift).
+//             request() asks for a slot's block; run() computes every requested block in one forward.
 //
-// The block's own K/V rows land in slots s..s+B-1 and are overwritten when those positions are committed.
-// Either backend runs it (OpsOptions::device); the engine and the CLI still take it on the CPU only, until the
-// CUDA run is checked on a GPU (tests/gpu/cuda_drafter_test.cpp).
+// A row's numbers do not depend on the other slots in the forward (each slot's rows are one run of the
+// batch), so a slot drafts the same tokens alone or beside others. The block's own K/V rows land in slots
+// s..s+B-1 and are overwritten when those positions are committed. Either backend runs it
+// (OpsOptions::device); the engine and the CLI still take it on the CPU only, until the CUDA run is checked
+// on a GPU (tests/gpu/cuda_drafter_test.cpp).
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "engine/proposer.h"
 #include "models/kv_storage.h"
 #include "models/model.h"
 #include "models/model_weights.h"
+#include "ops/backend.h"
 #include "spec/dflash_config.h"
 #include "spec/dflash_weights.h"
-#include "ops/backend.h"
 
 namespace saker::spec {
 
-class DFlashDrafter {
+class DFlashDrafter : public DraftBatch {
  public:
-  // A drafter over shared weights (DFlashWeights): its own context and KV cache. n_ctx: the most positions a
-  // sequence reaches (context plus one block).
+  // A drafter over shared weights (DFlashWeights) with n_slots sequences' room, each of up to n_ctx positions
+  // (context plus one block).
   static Result<std::unique_ptr<DFlashDrafter>> create(std::shared_ptr<const DFlashWeights> weights, int64_t n_ctx,
-                                                       const OpsOptions& ops = {});
+                                                       const OpsOptions& ops = {}, int32_t n_slots = 1);
   // DFlashWeights::load(dir, target) then create().
   static Result<std::unique_ptr<DFlashDrafter>> load(const std::string& dir,
                                                      std::shared_ptr<const ModelWeights> target, int64_t n_ctx,
-                                                     const OpsOptions& ops = {});
+                                                     const OpsOptions& ops = {}, int32_t n_slots = 1);
 
   const DFlashConfig& config() const { return w_->config; }
   std::span<const int32_t> target_layers() const { return w_->config.target_layers; }
-  int64_t n_context() const { return n_context_; }
-  int64_t n_ctx() const { return n_ctx_; }
+  int64_t n_ctx() const { return n_ctx_; }  // positions per slot
+  int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
 
-  // Forgets every context position (a new sequence).
-  void reset() { n_context_ = 0; }
-  // Fuses the target's tapped hidden states of positions [first, first + n) into the context. first <=
-  // n_context(): positions from `first` on are replaced (those of a rejected draft are never added).
-  Status add_context(int64_t first, int64_t n,
+  // A free slot, with no context (an error when all are held); release() gives it back. Thread-safe.
+  Result<int32_t> acquire();
+  void release(int32_t slot);
+
+  // Context positions of the slot, queued ones included.
+  int64_t n_context(int32_t slot) const;
+  // Forgets every context position of the slot (a new sequence).
+  void reset(int32_t slot);
+  // Queues the target's tapped hidden states of positions [first, first + n) for fusing into the slot's
+  // context. first <= n_context(slot): positions from `first` on are replaced (those of a rejected draft are
+  // never added).
+  Status add_context(int32_t slot, int64_t first, int64_t n,
                      const float* taps);  // [n, n_taps, n_embd], HiddenTaps layout
-  // The block_size - 1 draft tokens after `pending`, which sits at position n_context(): each row's argmax.
-  Status propose(int32_t pending, std::vector<int32_t>* drafts);
-  // The same block, as the k most likely tokens of each row with their log-probabilities (highest first, the
-  // lowest id among equals): what a draft tree is built from. rows: [block_size - 1].
+
+  // The slot's block after `pending` (at position n_context(slot)) in the next run(): each row's argmax
+  // (top_k 0) or its top_k tokens with their log-probabilities.
+  Status request(int32_t slot, int32_t pending, int32_t top_k);
+  // Fuses every slot's queued context (one forward), then computes every requested block (one forward).
+  Status run() override;
   struct TopTokens {
-    std::vector<int32_t> ids;       // [k]
+    std::vector<int32_t> ids;       // [k] highest first, the lowest id among equals
     std::vector<float> logprobs;    // [k]
   };
-  Status propose_top(int32_t pending, int32_t k, std::vector<TopTokens>* rows);
+  // The last run()'s results for a slot that requested a block: [block_size - 1] draft ids (argmax, ties: the
+  // lowest id) or top-k rows.
+  std::span<const int32_t> drafts(int32_t slot) const { return slots_[slot].ids; }
+  std::span<const TopTokens> top(int32_t slot) const { return slots_[slot].top; }
+
+  // Forwards run so far: how well the slots' work was batched.
+  struct Stats {
+    int64_t context_forwards = 0, context_rows = 0;  // fusing forwards, positions fused
+    int64_t block_forwards = 0, blocks = 0;          // drafting forwards, blocks drafted
+  };
+  const Stats& stats() const { return stats_; }
+
+  // One slot's block at once (request, then run): its block_size - 1 argmax ids, or its top-k rows.
+  Status propose(int32_t slot, int32_t pending, std::vector<int32_t>* drafts);
+  Status propose_top(int32_t slot, int32_t pending, int32_t k, std::vector<TopTokens>* rows);
 
  private:
   // The activation buffers of both programs (OpBackend::reserve ids).
@@ -75,12 +106,24 @@ class DFlashDrafter {
     const PreparedMatrix* gate_up = nullptr;  // [2 n_ff, n_embd]
     const PreparedMatrix* down = nullptr;     // [n_embd, n_ff]
   };
+  struct Slot {
+    bool held = false;
+    std::vector<int32_t> block_table;  // its share of the KV storage's blocks
+    int64_t fused = 0;                 // positions whose K/V are in its pages
+    std::vector<float> queued;         // [n_queued, n_taps * n_embd] taps of positions fused.. to fuse next
+    int32_t pending = -1;              // >= 0: a block is requested
+    int32_t top_k = 0;
+    std::vector<int32_t> ids;          // last block's argmax ids
+    std::vector<TopTokens> top;        // last block's top-k rows
+  };
 
   DFlashDrafter() = default;
   Status bind_weights();
-  // The block's draft logits ([block_size - 1, n_vocab], row i for position n_context() + 1 + i) and/or its
-  // argmax ids ([block_size - 1]).
-  Status run_block(int32_t pending, std::vector<float>* logits, std::vector<int32_t>* ids);
+  int64_t tap_width() const { return static_cast<int64_t>(w_->config.target_layers.size()) * w_->config.n_embd; }
+  Status check_slot(int32_t slot) const;
+  // The two forwards of run().
+  Status fuse_context();
+  Status run_blocks();
   // The two programs' bodies over the backend's current step.
   Status context_body();
   Status block_body();
@@ -88,10 +131,16 @@ class DFlashDrafter {
 
   std::shared_ptr<const DFlashWeights> w_;
   std::unique_ptr<OpBackend> backend_;
-  std::unique_ptr<KvStorage> kv_;    // [n_layer] x [n_blocks, 16, n_head_kv, head_dim]
-  std::vector<int32_t> block_table_;
+  std::unique_ptr<KvStorage> kv_;  // [n_layer] x [n_slots * blocks a slot, 16, n_head_kv, head_dim]
   int64_t n_ctx_ = 0;
-  int64_t n_context_ = 0;
+  std::vector<Slot> slots_;
+  std::mutex slots_mutex_;  // acquire / release
+  // Scratch of one forward: the flat batch's per-token arrays, its sequences, inputs and outputs.
+  std::vector<int32_t> tokens_, token_seq_, token_slot_, output_rows_, ids_;
+  std::vector<AttentionSequence> seqs_;
+  std::vector<int32_t> seq_slot_;  // [n_seqs] the drafter slot of each sequence of the forward
+  std::vector<float> input_, logits_;
+  Stats stats_;
   const PreparedMatrix *token_embd_ = nullptr, *output_ = nullptr, *fc_ = nullptr;
   const PreparedVector *hidden_norm_ = nullptr, *norm_ = nullptr;
   std::vector<Layer> layers_;

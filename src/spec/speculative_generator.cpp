@@ -15,6 +15,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+constexpr int32_t kSlot = 0;  // one sequence: the drafter's first slot
+
 }  // namespace
 
 SpeculativeGenerator::SpeculativeGenerator(Model& target, std::unique_ptr<DFlashDrafter> drafter,
@@ -119,7 +121,7 @@ Result<GenerateResult> SpeculativeGenerator::generate(std::span<const int32_t> p
   r.draft.emplace();
   DraftStats& stats = *r.draft;
   stats.tokens_per_step.assign(block, 0);
-  drafter_->reset();
+  drafter_->reset(kSlot);
   Sampler sampler(opt.sampling);
   TokenOutput out(tokenizer_, opt, n_prompt, n_ctx_, on_text, &r);
   // Prompt + every token decided so far: the penalties' history, exactly as plain decoding keeps it.
@@ -137,7 +139,7 @@ Result<GenerateResult> SpeculativeGenerator::generate(std::span<const int32_t> p
     }
     const int64_t end = std::min(n_prompt, begin + chunk);
     SAKER_RETURN_IF_ERROR(forward(prompt.subspan(begin, end - begin), begin, {}, {}, &logits, &taps));
-    SAKER_RETURN_IF_ERROR(drafter_->add_context(begin, end - begin, taps.data()));
+    SAKER_RETURN_IF_ERROR(drafter_->add_context(kSlot, begin, end - begin, taps.data()));
   }
   std::vector<float> pending_raw;  // the row the pending token was chosen from
   if (want_raw) pending_raw.assign(logits.begin(), logits.begin() + h.n_vocab);
@@ -158,12 +160,12 @@ Result<GenerateResult> SpeculativeGenerator::generate(std::span<const int32_t> p
     const int64_t max_depth = std::min<int64_t>(block - 1, n_ctx_ - s - 1);
     tree = DraftTree{};
     if (tree_budget_ > 0) {
-      SAKER_RETURN_IF_ERROR(drafter_->propose_top(pending, std::min(tree_budget_, 16), &top));
+      SAKER_RETURN_IF_ERROR(drafter_->propose_top(kSlot, pending, std::min(tree_budget_, 16), &top));
       depths.clear();
       for (int64_t d = 0; d < max_depth; ++d) depths.push_back({top[d].ids, top[d].logprobs});
       tree = build_draft_tree(depths, tree_budget_);
     } else {
-      SAKER_RETURN_IF_ERROR(drafter_->propose(pending, &drafts));
+      SAKER_RETURN_IF_ERROR(drafter_->propose(kSlot, pending, &drafts));
       for (int64_t d = 0; d < max_depth; ++d) {
         tree.tokens.push_back(drafts[d]);
         tree.depth.push_back(static_cast<int32_t>(d + 1));
@@ -214,7 +216,7 @@ Result<GenerateResult> SpeculativeGenerator::generate(std::span<const int32_t> p
       std::copy_n(taps.data() + path[k] * n_taps, n_taps, path_taps.data() + k * n_taps);
     }
     SAKER_RETURN_IF_ERROR(kv_->copy_slots(block_table_, from, to));
-    SAKER_RETURN_IF_ERROR(drafter_->add_context(s, n_commit, path_taps.data()));
+    SAKER_RETURN_IF_ERROR(drafter_->add_context(kSlot, s, n_commit, path_taps.data()));
     // Output: the root was chosen from the previous row (pending_raw), path[k] from the row of path[k - 1].
     for (int64_t k = 0; k < n_commit && going; ++k) {
       std::span<const float> raw;

@@ -138,11 +138,30 @@ TEST(EngineSpeculation, DrafterChainAndTreeEqualPlainDecoding) {
   const EngineOptions eo = small_engine(8 * 32);
   const auto plain = run_alone(*model, prompts, opts, eo);
   for (int32_t tree : {0, 12}) {
+    const std::string what = tree ? "drafter tree of 12" : "drafter chain";
+    // Every sequence a slot of one drafter (how the CLI and the server run it): one forward drafts them all.
+    auto shared = spec::DFlashDrafter::create(dw, 512 + dw->config.block_size, OpsOptions{}, 8);
+    ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+    std::shared_ptr<spec::DFlashDrafter> drafter = std::move(shared).value();
     const SpeculationRun run = expect_speculation_equals_plain(
         *model, prompts, opts, plain, eo,
-        factory_of<spec::DFlashProposer>([dw, tree] { return spec::DFlashProposer::create(dw, 512, tree, OpsOptions{}); }),
-        tree ? "drafter tree of 12" : "drafter chain");
+        factory_of<spec::DFlashProposer>([drafter, tree] { return spec::DFlashProposer::create(drafter, tree); }),
+        what + ", one drafter");
     EXPECT_GT(run.all.mean_accepted_length(), 1.5) << "the drafter's tokens were not accepted";
+    const spec::DFlashDrafter::Stats& st = drafter->stats();
+    std::printf("%s: %lld blocks drafted in %lld forwards, %lld positions fused in %lld forwards\n", what.c_str(),
+                static_cast<long long>(st.blocks), static_cast<long long>(st.block_forwards),
+                static_cast<long long>(st.context_rows), static_cast<long long>(st.context_forwards));
+    EXPECT_GT(static_cast<double>(st.blocks), 3.0 * static_cast<double>(st.block_forwards))
+        << "the sequences' blocks were not drafted together";
+    // A drafter of its own per sequence drafts the same: the same drafts, verify steps and commits.
+    const SpeculationRun own = expect_speculation_equals_plain(
+        *model, prompts, opts, plain, eo,
+        factory_of<spec::DFlashProposer>([dw, tree] { return spec::DFlashProposer::create(dw, 512, tree, OpsOptions{}); }),
+        what + ", a drafter each");
+    EXPECT_EQ(own.all.verify_steps, run.all.verify_steps);
+    EXPECT_EQ(own.all.committed_tokens, run.all.committed_tokens);
+    EXPECT_EQ(own.all.drafted_tokens, run.all.drafted_tokens);
   }
 }
 

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "gpu/forward_with_taps.h"
+#include "forward_with_taps.h"
 #include "models/kv_cache.h"
 #include "models/model.h"
 #include "ops/cuda_test_util.h"
@@ -58,17 +58,18 @@ TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
   auto on_gpu = spec::DFlashDrafter::create(*dw, 256, gpu);
   ASSERT_TRUE(on_cpu.ok()) << on_cpu.status().to_string();
   ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().to_string();
-  ASSERT_TRUE((*on_cpu)->add_context(0, n, taps.data()).ok());
-  const int32_t one_by_one = 6;  // the last positions one step each: eager, captured, replayed
-  ASSERT_TRUE((*on_gpu)->add_context(0, n - one_by_one, taps.data()).ok());
+  ASSERT_TRUE((*on_cpu)->add_context(0, 0, n, taps.data()).ok());
+  const int32_t one_by_one = 6;  // the last positions one forward each: eager, captured, replayed
+  ASSERT_TRUE((*on_gpu)->add_context(0, 0, n - one_by_one, taps.data()).ok());
   for (int32_t p = n - one_by_one; p < n; ++p) {
-    ASSERT_TRUE((*on_gpu)->add_context(p, 1, taps.data() + p * stride).ok());
+    ASSERT_TRUE((*on_gpu)->run().ok());  // fuses what is queued
+    ASSERT_TRUE((*on_gpu)->add_context(0, p, 1, taps.data() + p * stride).ok());
   }
 
   const int32_t pending = last_id;
   std::vector<spec::DFlashDrafter::TopTokens> want, got;
-  ASSERT_TRUE((*on_cpu)->propose_top(pending, 1, &want).ok());
-  ASSERT_TRUE((*on_gpu)->propose_top(pending, 1, &got).ok());
+  ASSERT_TRUE((*on_cpu)->propose_top(0, pending, 1, &want).ok());
+  ASSERT_TRUE((*on_gpu)->propose_top(0, pending, 1, &got).ok());
   ASSERT_EQ(want.size(), got.size());
   int same = 0;
   double worst = 0;
@@ -85,9 +86,9 @@ TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
   // The ids-only block step (a graph key of its own: eager, then captured, then replayed) gives the logits
   // step's argmax every time.
   std::vector<int32_t> first, again;
-  ASSERT_TRUE((*on_gpu)->propose(pending, &first).ok());
+  ASSERT_TRUE((*on_gpu)->propose(0, pending, &first).ok());
   for (int k = 0; k < 2; ++k) {
-    ASSERT_TRUE((*on_gpu)->propose(pending, &again).ok());
+    ASSERT_TRUE((*on_gpu)->propose(0, pending, &again).ok());
     EXPECT_EQ(first, again) << "replay " << k;
   }
   for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], got[i].ids[0]) << "row " << i;

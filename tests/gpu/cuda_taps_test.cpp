@@ -13,7 +13,7 @@
 #include "models/kv_cache.h"
 #include "models/model.h"
 #include "ops/cuda_test_util.h"
-#include "gpu/forward_with_taps.h"
+#include "forward_with_taps.h"
 #include "test_paths.h"
 
 namespace saker {

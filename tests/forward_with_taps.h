@@ -1,5 +1,5 @@
 #pragma once
-// A test helper of the GPU model tests: one forward of one sequence with hidden-state taps.
+// A test helper: one forward of one sequence with hidden-state taps.
 #include <numeric>
 #include <span>
 #include <vector>
