@@ -9,7 +9,10 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "spec/dflash_drafter.h"
+#include "spec/dflash_proposer.h"
 #include "spec/replay_proposer.h"
+#include "spec/shadowed_proposer.h"
 
 namespace saker::cli {
 namespace {
@@ -190,16 +193,38 @@ struct ReplayRow {
   double decode_tps = 0, tokens_per_verify = 0;
   int64_t steps = 0, undrafted_steps = 0;  // summed over the timed runs
   bool exact = true;
+  spec::DFlashDrafter::Stats drafter;      // over every run, warm-up included (no drafter: zeros)
 };
+
+// The replay proposers of a level: each sequence replays its reference, shadowed by a slot of one drafter of
+// real size when the bench has one (its drafts dropped, its cost kept).
+Result<ProposerFactory> replay_factory(Model& model, const EngineBenchArgs& a, const RunFigures& plain,
+                                       double mean_commit, const EngineOptions& eo,
+                                       std::shared_ptr<spec::DFlashDrafter>* drafter) {
+  SAKER_ASSIGN_OR_RETURN(ProposerFactory replay, spec::ReplayProposer::factory(
+                                                     spec::ReplayProposer::references(plain.prompts, plain.outputs),
+                                                     mean_commit, a.max_draft,
+                                                     static_cast<int32_t>(model.hparams().n_vocab)));
+  if (!a.replay_drafter) return replay;
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<spec::DFlashDrafter> d,
+                         spec::DFlashDrafter::create(a.replay_drafter, eo.n_ctx + a.replay_drafter->config.block_size,
+                                                     a.drafter_ops, eo.max_seqs));
+  *drafter = std::move(d);
+  return ProposerFactory([replay, shared = *drafter]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> lead, replay());
+    SAKER_ASSIGN_OR_RETURN(auto shadow, spec::DFlashProposer::create(shared, 0));
+    SAKER_ASSIGN_OR_RETURN(auto p, spec::ShadowedProposer::create(std::move(lead), std::move(shadow)));
+    return std::unique_ptr<Proposer>(std::move(p));
+  });
+}
 
 // The level's prompts again, every sequence replaying its plain continuation at acceptance L (see the header).
 Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, const Level& l, const EngineBenchArgs& a,
                              const RunFigures& plain, double mean_commit, nlohmann::json* runs_json) {
   EngineOptions eo = engine_options(l, a);
-  SAKER_ASSIGN_OR_RETURN(eo.proposer, spec::ReplayProposer::factory(
-                                          spec::ReplayProposer::references(plain.prompts, plain.outputs),
-                                          mean_commit, a.max_draft, static_cast<int32_t>(model.hparams().n_vocab)));
   eo.n_ctx += a.max_draft + 1;  // a verify block may reach past the last generated token
+  std::shared_ptr<spec::DFlashDrafter> drafter;
+  SAKER_ASSIGN_OR_RETURN(eo.proposer, replay_factory(model, a, plain, mean_commit, eo, &drafter));
   eo.adaptive_drafts = false;   // always the whole block: the acceptance is the proposer's to set
   eo.speculation_cost_policy = !a.always_speculate;
   auto engine = Engine::create(model, tokenizer, eo);
@@ -227,6 +252,7 @@ Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, con
   }
   row.decode_tps = median_of(std::move(tps));
   row.tokens_per_verify = all.mean_accepted_length();
+  if (drafter) row.drafter = drafter->stats();
   return row;
 }
 
@@ -347,7 +373,11 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                              {"relative_to_plain", r->decode_tps / s.decode_tps},
                              {"tokens_per_verify_step", r->tokens_per_verify}, {"same_tokens_as_plain", r->exact},
                              {"cost_policy", !a.always_speculate}, {"steps", r->steps},
-                             {"undrafted_steps", r->undrafted_steps}});
+                             {"undrafted_steps", r->undrafted_steps},
+                             {"drafter", a.replay_drafter ? a.replay_drafter_name : "none"},
+                             {"drafter_blocks", r->drafter.blocks},
+                             {"drafter_block_forwards", r->drafter.block_forwards},
+                             {"drafter_context_forwards", r->drafter.context_forwards}});
     }
     rows.push_back({{"concurrency", n},
                     {"prompt_tokens", l.p},
@@ -381,12 +411,14 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                s.tokens_per_step);
   }
   if (!replay_table.empty()) {
-    fmt::print("\n| N | spec | decode tok/s | x plain | tokens / verify step | steps without drafts | same tokens as "
-               "plain |\n|---|---|---|---|---|---|---|\n");
+    fmt::print("\n| N | spec | drafter | decode tok/s | x plain | tokens / verify step | steps without drafts | "
+               "same tokens as plain |\n|---|---|---|---|---|---|---|---|\n");
     for (const ReplaySummary& r : replay_table) {
-      fmt::print("| {} | replay:{} (block {}{}) | {:.1f} | {:.2f} | {:.2f} | {} of {} | {} |\n", r.n, r.row.mean_commit,
-                 a.max_draft + 1, a.always_speculate ? ", always" : "", r.row.decode_tps, r.row.decode_tps / r.plain_tps,
-                 r.row.tokens_per_verify, r.row.undrafted_steps, r.row.steps, r.row.exact ? "yes" : "no");
+      fmt::print("| {} | replay:{} (block {}{}) | {} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {} |\n", r.n,
+                 r.row.mean_commit, a.max_draft + 1, a.always_speculate ? ", always" : "",
+                 a.replay_drafter ? a.replay_drafter_name : "none (drafts free)", r.row.decode_tps,
+                 r.row.decode_tps / r.plain_tps, r.row.tokens_per_verify, r.row.undrafted_steps, r.row.steps,
+                 r.row.exact ? "yes" : "no");
     }
   }
   return rows;

@@ -21,7 +21,8 @@
 // continuation drafted max_draft tokens at a time and corrupted so that a verify step commits L tokens on
 // average. Reported per L: decode tok/s, its ratio to plain decoding's, the measured tokens per verify step,
 // and whether every request's tokens equal the plain run's (they must wherever a row's numbers do not depend
-// on the batch width).
+// on the batch width). With a replay drafter (by default a random one of a real drafter's size, see
+// cmd_bench), every speculating sequence also runs that drafter each step, so the figures include its cost.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 
 #include "core/status.h"
 #include "models/model.h"
+#include "spec/dflash_weights.h"
 #include "text/tokenizer.h"
 
 namespace saker::cli {
@@ -47,6 +49,12 @@ struct EngineBenchArgs {
   std::vector<double> replay;        // mean tokens committed per verify step (L) to replay at; empty: none
   int32_t max_draft = 15;            // drafts per replay verify step (a block of max_draft + 1 rows)
   bool always_speculate = false;     // replay runs without EngineOptions::speculation_cost_policy
+  // A drafter whose cost the replay runs carry (spec::ShadowedProposer): fed the target's taps and asked for a
+  // block every verify step, beside the replayed drafts; null: the drafts cost nothing. Runs with drafter_ops
+  // (the target's device), one slot per sequence.
+  std::shared_ptr<const spec::DFlashWeights> replay_drafter;
+  std::string replay_drafter_name;   // how the table and JSON name it
+  OpsOptions drafter_ops;
 };
 
 // Prefix cache: time to first token of a request whose first `prefix_tokens` tokens an earlier request already

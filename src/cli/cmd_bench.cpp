@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -42,7 +43,24 @@ struct BenchArgs {
   EngineBenchArgs engine;  // used when engine.concurrency is not empty
   int64_t prefix_reuse = 0;  // > 0: the prefix cache's warm vs cold time to first token with a prefix this long
   std::string spec;          // "replay:L[,L...]": the engine test replays each level at these acceptances
+  std::string replay_drafter = "random";  // random | none | a DFlash drafter folder: whose cost replay carries
 };
+
+// A random DFlash drafter of z-lab's recipe for a Qwen3 target (5 layers of the target's layer shape).
+constexpr int64_t kRandomDrafterLayers = 5;
+
+// The drafter whose cost --spec replay carries: a random one of real size, a drafter folder, or none.
+Result<std::shared_ptr<const spec::DFlashWeights>> replay_drafter(const BenchArgs& a, const LoadedModel& lm) {
+  if (a.replay_drafter == "none") return std::shared_ptr<const spec::DFlashWeights>();
+  if (a.replay_drafter != "random") return spec::DFlashWeights::load(a.replay_drafter, lm.weights);
+  const ModelHParams& h = lm.model->hparams();
+  const int64_t per_layer = h.n_embd * (h.q_dim() + 2 * h.kv_dim()) + h.q_dim() * h.n_embd + 3 * h.n_ff * h.n_embd;
+  const double gb = 2.0 * static_cast<double>(kRandomDrafterLayers * per_layer + 5 * h.n_embd * h.n_embd) / 1e9;
+  fmt::print(stderr, "bench: a random DFlash drafter for --spec replay: {} layers of the target's shape, block {}, "
+                     "BF16, {:.2f} GB (--replay-drafter none: drafts cost nothing)\n",
+             kRandomDrafterLayers, a.engine.max_draft + 1, gb);
+  return spec::DFlashWeights::random(lm.weights, kRandomDrafterLayers, a.engine.max_draft + 1, 1);
+}
 
 // "replay:2,4,6,8" -> {2, 4, 6, 8}.
 Result<std::vector<double>> parse_replay(const std::string& spec) {
@@ -134,14 +152,17 @@ Result<std::vector<double>> time_runs(int warmup, int reps, F&& run) {
 
 int run_engine(const BenchArgs& a);
 
-// The model on the asked device, with the bench's batch size and graph switch.
-Result<LoadedModel> load_bench_model(const BenchArgs& a) {
+// The bench's batch size and graph switch.
+OpsOptions bench_ops(const BenchArgs& a) {
   OpsOptions ops;
   ops.max_batch_tokens = a.batch_tokens;
   ops.cuda_graphs = !a.no_graphs;
   ops.tensor_parallel = a.tensor_parallel;
-  return load_model_on(a.model, ops, a.device);
+  return ops;
 }
+
+// The model on the asked device, with bench_ops.
+Result<LoadedModel> load_bench_model(const BenchArgs& a) { return load_model_on(a.model, bench_ops(a), a.device); }
 
 int run(const BenchArgs& a) {
   if (a.reps < 1) return fail("--reps must be >= 1");
@@ -276,6 +297,17 @@ int run_engine(const BenchArgs& a) {
   auto loaded = load_bench_model(a);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   Model& model = *loaded->model;
+  if (!e.replay.empty()) {
+    auto drafter = replay_drafter(a, *loaded);
+    if (!drafter.ok()) return fail(fmt::format("--replay-drafter: {}", drafter.status().to_string()));
+    e.replay_drafter = *drafter;
+    e.replay_drafter_name = a.replay_drafter == "random" || a.replay_drafter == "none"
+                                ? a.replay_drafter
+                                : std::filesystem::path(a.replay_drafter).filename().string();
+    e.drafter_ops = bench_ops(a);
+    e.drafter_ops.device = model.device();
+    e.drafter_ops.tensor_parallel = 1;  // a drafter runs whole
+  }
   fmt::print(stderr, "bench: {} on {} | {} | engine: prompt {} + gen {} tokens per request, concurrency {}\n", a.model,
              device_name(model.device()), model.hparams().summary(), e.prompt_tokens, e.gen_tokens,
              fmt::join(e.concurrency, ","));
@@ -360,6 +392,11 @@ Command make_bench_command() {
         s->add_flag("--always-speculate", a->engine.always_speculate,
                     "With --spec replay: draft in every step (by default the measured step times decide, as in run "
                     "and serve)");
+        s->add_option("--replay-drafter", a->replay_drafter,
+                      "With --spec replay: the drafter whose cost each step carries beside the replayed drafts: "
+                      "'random' (a random DFlash drafter of real size: 5 layers of the target's shape, block "
+                      "--draft-max + 1), a DFlash drafter folder, or 'none' (drafts cost nothing)")
+            ->capture_default_str();
         s->add_option("--draft-max", a->engine.max_draft, "With --spec replay: drafts per verify step (block - 1)")
             ->check(CLI::Range(1, 63))
             ->capture_default_str();

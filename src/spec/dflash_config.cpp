@@ -1,5 +1,7 @@
 #include "spec/dflash_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -120,6 +122,22 @@ Result<DFlashConfig> DFlashConfig::load(const std::string& dir) {
   std::ostringstream ss;
   ss << f.rdbuf();
   return parse(ss.str(), path);
+}
+
+std::vector<int32_t> DFlashConfig::spread_taps(int64_t n_target, int64_t n) {
+  std::vector<int32_t> taps;
+  if (n_target <= 0 || n <= 0) return taps;
+  if (n == 1) return {static_cast<int32_t>(n_target / 2)};
+  // The rule needs n distinct layers in [1, n_target - 3]; a smaller target gets min(n, n_target) taps spread
+  // evenly over all of its layers.
+  const bool rule = n_target - 4 >= n - 1;
+  const int64_t count = rule ? n : std::min(n, n_target);
+  const double first = rule ? 1.0 : 0.0, span = static_cast<double>(rule ? n_target - 4 : n_target - 1);
+  for (int64_t i = 0; i < count; ++i) {
+    const double at = count == 1 ? first : first + static_cast<double>(i) * span / static_cast<double>(count - 1);
+    taps.push_back(static_cast<int32_t>(std::llround(at)));
+  }
+  return taps;
 }
 
 Status DFlashConfig::check_target(const ModelHParams& t) const {

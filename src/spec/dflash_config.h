@@ -33,6 +33,10 @@ struct DFlashConfig {
   static Result<DFlashConfig> parse(std::string_view text, const std::string& origin);
   // Loads DIR/config.json.
   static Result<DFlashConfig> load(const std::string& dir);
+  // Taps spread over a target of n_target layers the way DFlash spreads n of them: one -> the middle layer;
+  // else round(1 + i (n_target - 4) / (n - 1)), i = 0..n-1 (36 layers, 5 taps: 1, 9, 17, 25, 33). A target
+  // too small for that gets min(n, n_target) taps spread evenly over all its layers.
+  static std::vector<int32_t> spread_taps(int64_t n_target, int64_t n);
   // The drafter must fit the target: same hidden size, taps inside the target, the mask token in its vocabulary.
   Status check_target(const ModelHParams& target) const;
 };

@@ -5,9 +5,14 @@
 // decode step does, so two tokens per eight-row step never pay) stand down, and the tokens stay the same.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "engine_test_util.h"
 #include "saker_mini.h"
+#include "spec/dflash_drafter.h"
+#include "spec/dflash_proposer.h"
 #include "spec/replay_proposer.h"
+#include "spec/shadowed_proposer.h"
 
 namespace saker {
 namespace {
@@ -101,6 +106,73 @@ TEST(ReplaySpeculation, TheCostPolicyStandsDownDraftsThatDoNotPay) {
               static_cast<long long>(verify_steps));
   // It explores the verify width once, then stands down for most of the run.
   EXPECT_GT(st.undrafted_steps, st.steps / 2);
+}
+
+// saker bench's replay with a drafter's cost: each sequence replays its reference while a slot of one random
+// drafter of the target's shape (DFlashWeights::random) is fed and asked every step and its drafts dropped.
+// The tokens and the commits are the replay's; the drafter drafts one block per verify step, batched.
+TEST(ReplaySpeculation, AShadowDrafterCostsTimeAndChangesNothing) {
+  SAKER_REQUIRE_MINI();
+  Replay rp = make_replay();
+  ASSERT_TRUE(rp.model);
+  auto weights = testing::load_mini_weights();
+  ASSERT_TRUE(weights);
+  auto random = spec::DFlashWeights::random(weights, 2, 8, 7);
+  ASSERT_TRUE(random.ok()) << random.status().to_string();
+  const spec::DFlashConfig& c = (*random)->config;
+  EXPECT_EQ(c.n_embd, rp.model->hparams().n_embd);
+  EXPECT_EQ(c.n_ff, rp.model->hparams().n_ff);
+  EXPECT_EQ(c.target_layers, spec::DFlashConfig::spread_taps(rp.model->hparams().n_layer, 2));
+  EXPECT_EQ((*random)->layers[0].wq.dtype, DType::kBF16);
+
+  EngineOptions eo = rp.options(4.0);
+  auto made = spec::DFlashDrafter::create(*random, eo.n_ctx + c.block_size, OpsOptions{}, eo.max_seqs);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  std::shared_ptr<spec::DFlashDrafter> drafter = std::move(made).value();
+  ProposerFactory replay = eo.proposer;
+  eo.proposer = [replay, drafter]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> lead, replay());
+    SAKER_ASSIGN_OR_RETURN(auto shadow, spec::DFlashProposer::create(drafter, 0));
+    SAKER_ASSIGN_OR_RETURN(auto p, spec::ShadowedProposer::create(std::move(lead), std::move(shadow)));
+    return std::unique_ptr<Proposer>(std::move(p));
+  };
+  auto engine = make_engine(*rp.model, eo);
+  ASSERT_TRUE(engine);
+  const auto got = run_batched(*engine, rp.prompts, rp.opts);
+  int64_t verify_steps = 0;
+  for (size_t i = 0; i < rp.prompts.size(); ++i) {
+    ASSERT_TRUE(got[i].result.ok()) << got[i].result.status().to_string();
+    EXPECT_EQ(got[i].result->tokens, rp.plain[i].tokens) << "request " << i;
+    ASSERT_TRUE(got[i].result->draft);
+    EXPECT_GE(got[i].result->draft->mean_accepted_length(), 3.25) << "request " << i;
+    verify_steps += got[i].result->draft->verify_steps;
+  }
+  const spec::DFlashDrafter::Stats& st = drafter->stats();
+  EXPECT_EQ(st.blocks, verify_steps) << "one drafter block per verify step";
+  EXPECT_LT(st.block_forwards, st.blocks) << "the sequences' blocks were drafted together";
+  EXPECT_GT(st.context_rows, 0);
+
+  // The same seed gives the same weights; another seed others.
+  auto again = spec::DFlashWeights::random(weights, 2, 8, 7);
+  auto other = spec::DFlashWeights::random(weights, 2, 8, 8);
+  ASSERT_TRUE(again.ok() && other.ok());
+  const TensorView& a = (*random)->layers[1].w_down;
+  const size_t bytes = static_cast<size_t>(a.n_elements()) * 2;
+  EXPECT_EQ(std::memcmp(a.data, (*again)->layers[1].w_down.data, bytes), 0);
+  EXPECT_NE(std::memcmp(a.data, (*other)->layers[1].w_down.data, bytes), 0);
+  // A shadow may not be null, and the lead may not read hidden states.
+  auto lead = replay();
+  ASSERT_TRUE(lead.ok());
+  EXPECT_FALSE(spec::ShadowedProposer::create(std::move(lead).value(), nullptr).ok());
+}
+
+TEST(ReplaySpeculation, TapsAreSpreadAsDFlashSpreadsThem) {
+  EXPECT_EQ(spec::DFlashConfig::spread_taps(36, 5), (std::vector<int32_t>{1, 9, 17, 25, 33}));
+  EXPECT_EQ(spec::DFlashConfig::spread_taps(28, 1), (std::vector<int32_t>{14}));
+  EXPECT_EQ(spec::DFlashConfig::spread_taps(64, 5), (std::vector<int32_t>{1, 16, 31, 46, 61}));
+  // A target too small for the rule gets fewer taps, inside it and ascending.
+  EXPECT_EQ(spec::DFlashConfig::spread_taps(2, 5), (std::vector<int32_t>{0, 1}));
+  EXPECT_TRUE(spec::DFlashConfig::spread_taps(0, 3).empty());
 }
 
 }  // namespace

@@ -62,6 +62,35 @@ def test_bench_engine_cpu_json(saker, tmp_path):
     assert rows[2]["tokens_per_step"] > rows[1]["tokens_per_step"]
 
 
+def test_bench_replay_carries_a_drafters_cost(saker, tmp_path):
+    """--spec replay:L: each level again with replayed drafts; by default a random DFlash drafter of the
+    target's shape runs beside them (one block per verify step, the sequences' blocks in one forward), and
+    --replay-drafter none leaves it out. Either way the tokens are plain decoding's."""
+    model = synth_tiny(saker, tmp_path)
+    rows = {}
+    for drafter in ("random", "none"):
+        out = tmp_path / f"replay-{drafter}.json"
+        proc = saker("bench", "-m", model, "--device", "cpu", "--concurrency", "2", "--prompt-tokens", "16",
+                     "--gen-tokens", "24", "-r", "1", "--spec", "replay:3", "--always-speculate", "--draft-max", "7",
+                     "--replay-drafter", drafter, "--json", out, timeout=300)
+        table = proc.stdout.decode()
+        assert "| 2 | replay:3 (block 8, always) |" in table, table
+        if drafter == "random":
+            assert "random DFlash drafter" in proc.stderr.decode()
+        (level,) = json.loads(out.read_text())["engine"]
+        (rows[drafter],) = level["replay"]
+    for drafter, r in rows.items():
+        assert r["drafter"] == drafter and r["same_tokens_as_plain"], r
+        assert 2.0 <= r["tokens_per_verify_step"] <= 3.5, r
+    shadow = rows["random"]
+    # Warm-up and timed runs, two sequences each: every verify step drafted a block, two to a forward mostly.
+    assert shadow["drafter_blocks"] > 0 and shadow["drafter_block_forwards"] < shadow["drafter_blocks"], shadow
+    assert rows["none"]["drafter_blocks"] == 0
+    bad = saker("bench", "-m", model, "--device", "cpu", "--spec", "replay:3", "--replay-drafter",
+                str(tmp_path / "no-such-drafter"), check=False)
+    assert bad.returncode != 0 and "--replay-drafter" in bad.stderr.decode()
+
+
 def test_bench_rejects_bad_flags(saker, tmp_path):
     model = synth_tiny(saker, tmp_path)
     bad = saker("bench", "-m", model, "--device", "tpu", check=False)

@@ -1,0 +1,40 @@
+#include "spec/shadowed_proposer.h"
+
+namespace saker::spec {
+
+Result<std::unique_ptr<ShadowedProposer>> ShadowedProposer::create(std::unique_ptr<Proposer> lead,
+                                                                   std::unique_ptr<Proposer> shadow) {
+  if (!lead || !shadow) return make_error(StatusCode::kInvalidArgument, "shadowed proposer: a null proposer");
+  if (lead->needs_taps()) {
+    return make_error(StatusCode::kInvalidArgument, "shadowed proposer: the lead may not read hidden states");
+  }
+  return std::unique_ptr<ShadowedProposer>(new ShadowedProposer(std::move(lead), std::move(shadow)));
+}
+
+void ShadowedProposer::reset() {
+  lead_->reset();
+  shadow_->reset();
+}
+
+Status ShadowedProposer::add_context(int64_t first, int64_t n, const float* taps) {
+  SAKER_RETURN_IF_ERROR(lead_->add_context(first, n, nullptr));
+  return shadow_->add_context(first, n, taps);
+}
+
+Status ShadowedProposer::request(std::span<const int32_t> tokens, int64_t max_depth) {
+  SAKER_RETURN_IF_ERROR(shadow_->request(tokens, max_depth));
+  return lead_->request(tokens, max_depth);
+}
+
+Status ShadowedProposer::take(DraftNodes* out) {
+  SAKER_RETURN_IF_ERROR(shadow_->take(&dropped_));
+  return lead_->take(out);
+}
+
+Status ShadowedProposer::propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) {
+  SAKER_RETURN_IF_ERROR(request(tokens, max_depth));
+  if (DraftBatch* b = batch()) SAKER_RETURN_IF_ERROR(b->run());
+  return take(out);
+}
+
+}  // namespace saker::spec
