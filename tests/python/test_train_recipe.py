@@ -98,3 +98,64 @@ def test_q8_0_roundtrip_is_llama_cpp_q8_0():
     q = torch.round(blk / d)  # no exact .5 ties in random data
     assert torch.allclose(r[1, :32], q * d.half().float())
     assert (r - w).abs().max() <= w.abs().max() / 127
+
+
+class _FakeTokenizer:
+    """The parts of an HF tokenizer drafter_for's mask-token rule reads."""
+
+    def __init__(self, n, specials, template, bos=None, eos=None, pad=None):
+        self.n, self.names = n, specials  # {id: text}
+        self.chat_template = template
+        self.bos_token_id, self.eos_token_id, self.pad_token_id, self.unk_token_id = bos, eos, pad, None
+        self.all_special_ids = list(specials)
+        self.added_tokens_decoder = {}
+
+    def __len__(self):
+        return self.n
+
+    def convert_ids_to_tokens(self, i):
+        return self.names[i]
+
+
+class _FakeModel:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def get_input_embeddings(self):
+        return torch.nn.Embedding(self.rows, 4)
+
+
+def test_drafter_for_picks_a_mask_token_the_target_never_uses():
+    import drafter_for
+    specials = {0: "<|endoftext|>", 1: "<|im_start|>", 2: "<|im_end|>", 5: "<file_sep>", 9: "<empty_output>"}
+    template = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    tok = _FakeTokenizer(50, specials, template, bos=0, eos=2)
+    # A padded embedding: the first row past the tokenizer.
+    assert drafter_for.choose_mask_token(_FakeModel(64), tok, None)[0] == 50
+    # No padding: the highest-id special token that is not BOS/EOS/padding and not in the chat template.
+    mask, why = drafter_for.choose_mask_token(_FakeModel(50), tok, None)
+    assert mask == 9 and "<empty_output>" in why
+    tok.names[9] = "<|im_start|>x"  # a special that the template does not contain, still
+    assert drafter_for.choose_mask_token(_FakeModel(50), tok, None)[0] == 9
+    assert drafter_for.choose_mask_token(_FakeModel(50), tok, 7) == (7, "--mask-token")
+    with pytest.raises(SystemExit):
+        drafter_for.choose_mask_token(_FakeModel(50), tok, 50)
+    with pytest.raises(SystemExit):  # nothing left to choose
+        drafter_for.choose_mask_token(_FakeModel(3), _FakeTokenizer(3, {0: "a", 1: "<|im_start|>", 2: "b"},
+                                                                    template, bos=0, eos=2), None)
+
+
+def test_drafter_for_prose_prompts_are_docstring_openings():
+    import random
+    import drafter_for
+
+    class Words:
+        def encode(self, text, add_special_tokens=False):
+            return drafter_for.TokenizerIds._Ids(text.split())
+
+    words = ["the", "parser", "reads", "each", "line", "and", "keeps", "what", "follows"]
+    doc = " ".join(words[i % len(words)] for i in range(120))
+    texts = [f'"""{doc}"""\nx = 1\n', "def f():\n    return 1\n", '"""short"""\n']
+    out = drafter_for.pick_prose(texts, Words(), 5, random.Random(0), 32, 128)
+    assert len(out) == 1
+    assert len(out[0]["ids"]) == 32 and out[0]["text"].startswith("the parser reads")
