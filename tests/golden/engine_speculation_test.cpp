@@ -13,6 +13,7 @@
 #include "spec/dflash_proposer.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
+#include "spec_sampling_check.h"
 
 namespace saker {
 namespace {
@@ -163,6 +164,30 @@ TEST(EngineSpeculation, DrafterChainAndTreeEqualPlainDecoding) {
     EXPECT_EQ(own.all.committed_tokens, run.all.committed_tokens);
     EXPECT_EQ(own.all.drafted_tokens, run.all.drafted_tokens);
   }
+}
+
+// Sampled speculation through one shared drafter against plain sampling over 96 seeds: on the CPU every seed
+// gives the same tokens (verify rows round as decode rows do), so the chi-square test on each position must
+// pass too; the GPU test runs the same comparison where only the distributions must agree.
+TEST(EngineSpeculation, SampledSpeculationIsPlainSamplingByChiSquare) {
+  SAKER_REQUIRE_MINI();
+  auto [model, dw] = load_mini_with_drafter();
+  ASSERT_TRUE(model && dw);
+  EngineOptions eo = small_engine(16 * 16);
+  eo.max_seqs = 16;
+  // One prompt for every seed: with the prefix cache, plain requests after the first would prefill only its
+  // last page, in other runs than the speculating ones (which prefill everything for the drafter's taps).
+  eo.prefix_cache = false;
+  auto made = spec::DFlashProposer::factory(dw, eo.max_seqs, eo.n_ctx, 0, OpsOptions{});
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  SamplingParams sp;
+  sp.temperature = 1.0f;
+  sp.top_k = 10;
+  const auto c = testing::compare_sampling(*model, heldout_prompts()[3], 96, 6, sp, eo, *made);
+  EXPECT_EQ(c.identical, c.seeds) << "on the CPU speculative sampling is plain sampling draw for draw";
+  ASSERT_EQ(c.positions.size(), 6u);
+  for (size_t p = 0; p < c.positions.size(); ++p) EXPECT_GT(c.positions[p].p_value, 1e-3) << "position " << p;
+  EXPECT_GT(c.drafts.verify_steps, 0);
 }
 
 // n-gram prompt lookup, 8 sequences; some drafts accepted.

@@ -4,7 +4,9 @@
 // near-tie: a verify row must give the bits of the one-row decode of the same position.
 //   - alone: n-gram prompt lookup and a draft model (the target itself, so every draft must be accepted: a
 //     single differing bit in a verify row's logits could reject one);
-//   - batched: eight sequences, plain and speculating, in steps of up to 64 rows, against each alone.
+//   - batched: eight sequences, plain and speculating, in steps of up to 64 rows, against each alone;
+//   - the DFlash drafter on the GPU (a random one of the target's shape, block 8), one drafter for eight
+//     sequences: its drafts are mostly wrong, so most verify steps reject, and the tokens must not change.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "models/model.h"
 #include "models/synth.h"
 #include "ops/cuda_test_util.h"
+#include "spec/dflash_proposer.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "test_paths.h"
@@ -49,13 +52,16 @@ class CudaSpeculation : public ::testing::Test {
     ASSERT_TRUE(w.ok()) << w.status().to_string();
     OpsOptions ops;
     ops.device = Device::kCuda;
-    auto m = create_model(std::shared_ptr<const ModelWeights>(std::move(w).value()), ops);
+    weights_ = new std::shared_ptr<const ModelWeights>(std::move(w).value());
+    auto m = create_model(*weights_, ops);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     model_ = std::move(m).value().release();
   }
   static void TearDownTestSuite() {
     delete model_;
     model_ = nullptr;
+    delete weights_;
+    weights_ = nullptr;
     if (path_) fs::remove(*path_);
     delete path_;
     path_ = nullptr;
@@ -102,7 +108,20 @@ class CudaSpeculation : public ::testing::Test {
     };
   }
 
+  // A random DFlash drafter of the target's shape on the GPU, block kMaxDraft + 1, a slot per sequence.
+  static ProposerFactory dflash_on_gpu(int32_t n_slots) {
+    auto dw = spec::DFlashWeights::random(*weights_, 2, kMaxDraft + 1, 3);
+    EXPECT_TRUE(dw.ok()) << dw.status().to_string();
+    if (!dw.ok()) return nullptr;
+    OpsOptions gpu;
+    gpu.device = Device::kCuda;
+    auto f = spec::DFlashProposer::factory(*dw, n_slots, engine_options().n_ctx, 0, gpu);
+    EXPECT_TRUE(f.ok()) << f.status().to_string();
+    return f.ok() ? *f : nullptr;
+  }
+
   static inline Model* model_ = nullptr;
+  static inline std::shared_ptr<const ModelWeights>* weights_ = nullptr;
   static inline fs::path* path_ = nullptr;
 };
 
@@ -185,6 +204,22 @@ TEST_F(CudaSpeculation, BatchedEqualsPlainDecodingAlone) {
   const DraftStats self = expect_equal(run_speculating(*model_, ps, opts, engine_options(), kSeqs, self_draft()),
                                        plain, "self-draft batched", /*all_accepted=*/true);
   EXPECT_GT(self.mean_accepted_length(), kMaxDraft);
+}
+
+TEST_F(CudaSpeculation, DFlashDrafterOnTheGpuKeepsPlainDecodingsTokens) {
+  const auto ps = prompts(kSeqs);
+  const std::vector<GenerateOptions> opts(ps.size(), greedy_options(kTokens));
+  const auto plain = run_alone(*model_, ps, opts, engine_options());
+  const ProposerFactory alone = dflash_on_gpu(1);
+  ASSERT_TRUE(alone);
+  const DraftStats one = expect_equal(run_speculating(*model_, ps, opts, engine_options(), 1, alone), plain,
+                                      "DFlash (random) on the GPU, alone");
+  EXPECT_GT(one.verify_steps, 0);
+  const ProposerFactory shared = dflash_on_gpu(kSeqs);
+  ASSERT_TRUE(shared);
+  const DraftStats all = expect_equal(run_speculating(*model_, ps, opts, engine_options(), kSeqs, shared), plain,
+                                      "DFlash (random) on the GPU, batched");
+  EXPECT_GT(all.verify_steps, 0);
 }
 
 }  // namespace
