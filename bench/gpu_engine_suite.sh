@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The batched engine on a GPU machine, from prebuilt binaries (bench/collect_gpu_bins.sh), in one go:
-#   bench/gpu_engine_suite.sh BIN_DIR OUT_DIR [PARTS]   PARTS: any of tests,f16,q4,prefix,serve (default all;
-#                                                       prefix and serve need q4); SAKER_BENCH_REPS: -r (3)
+#   bench/gpu_engine_suite.sh BIN_DIR OUT_DIR [PARTS]   PARTS: any of tests,f16,q4,prefix,serve,spec (default
+#                                                       all but spec; prefix, serve and spec need q4);
+#                                                       SAKER_BENCH_REPS: -r (3)
 # 1. CUDA op and model tests (the engine's CUDA test among them: batched greedy == alone or a near-tie)
 # 2. single-stream `saker bench` (tg128, pp2048) on the 8B-geometry F16 and Q4_K_M files, for bench/baselines
 # 3. engine throughput at 1/4/16/64 streams and the prefix cache's warm/cold time to first token (Q4_K_M)
 # 4. `saker serve --parallel 64` under 1/4/16/64 HTTP clients (bench/serve_load.py)
+# 5. spec: the speculation tests on the GPU (the DFlash drafter against the CPU backend, in the engine, sampled
+#    speculation by chi-square), then `--spec replay:2,4,6,8` at 1/4/16 streams with a random DFlash drafter of
+#    the target's shape (the drafter's cost included) and without one (drafts free)
 # The last lines are a short table. SAKER_BENCH_KEEP=1 keeps the synthesized Q4_K_M file in $SAKER_BENCH_MODELS
 # (for bench/llama_cpp_suite.sh on the same file).
 set -u
@@ -50,6 +54,19 @@ REPS=${SAKER_BENCH_REPS:-3}
 timeout 300 "$BIN/saker" bench -m "$q4" --device cuda --concurrency 1,4,16,64 -r "$REPS" --warmup 1 \
   --json "$OUT/engine-q4.json" > "$OUT/engine-q4.txt" 2> "$OUT/engine-q4.log"
 cat "$OUT/engine-q4.txt"; tail -3 "$OUT/engine-q4.log"
+if has spec; then
+  timeout 400 "$BIN/saker_gpu_model_tests" --gtest_brief=1 \
+    --gtest_filter='CudaDrafter*:CudaSpecSampling*:CudaSpeculation*:CudaTaps*' > "$OUT/spec-tests.txt" 2>&1
+  summary+=("speculation tests: rc=$? $(grep -E '^\[  PASSED  \]' "$OUT/spec-tests.txt" | head -1) $(grep -cE '^\[  FAILED  \] [A-Za-z]' "$OUT/spec-tests.txt") failed")
+  grep -E "FAILED|drafter on CUDA|position|seeds gave|verify steps" "$OUT/spec-tests.txt" | head -30
+  for drafter in random none; do
+    timeout 500 "$BIN/saker" bench -m "$q4" --device cuda --concurrency 1,4,16 --spec replay:2,4,6,8 \
+      --replay-drafter "$drafter" -r "$REPS" --json "$OUT/replay-$drafter-q4.json" \
+      > "$OUT/replay-$drafter-q4.txt" 2> "$OUT/replay-$drafter-q4.log"
+    summary+=("replay, drafter $drafter: rc=$?")
+    sed -n '/| N | spec |/,$p' "$OUT/replay-$drafter-q4.txt"; tail -2 "$OUT/replay-$drafter-q4.log"
+  done
+fi
 if has prefix; then
   timeout 200 "$BIN/saker" bench -m "$q4" --device cuda --prefix-reuse 8192 -r "$REPS" \
     --json "$OUT/prefix-q4.json" > "$OUT/prefix-q4.txt" 2> "$OUT/prefix-q4.log"
