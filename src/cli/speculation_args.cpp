@@ -95,8 +95,8 @@ Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const Specu
     });
   }
   if (!a.draft_model.empty()) {
-    // One draft model for every sequence (its forward is shared; each proposer has its own KV cache), kept
-    // alive by the factory.
+    // One draft model for every sequence, kept alive by the factory: a slot of its KV cache each, every
+    // sequence's drafts in one forward per drafted position.
     // On the target's device: a draft model's one-row steps cost little next to the target's.
     const std::string device = target.model ? device_name(target.model->device()) : "cpu";
     SAKER_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_on(a.draft_model, ops, device));
@@ -105,11 +105,10 @@ Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const Specu
       SAKER_RETURN_IF_ERROR(spec::check_draft_vocab(*target.model, target.tokenizer, *draft->model,
                                                     draft->tokenizer.get()));
     }
-    return ProposerMaker([draft, k = a.draft_len()](int64_t n_ctx, int32_t) -> Result<ProposerFactory> {
-      return ProposerFactory([draft, k, n_ctx]() -> Result<std::unique_ptr<Proposer>> {
-        SAKER_ASSIGN_OR_RETURN(auto p, spec::DraftModelProposer::create(*draft->model, n_ctx, k));
-        return std::unique_ptr<Proposer>(std::move(p));
-      });
+    return ProposerMaker([draft, k = a.draft_len()](int64_t n_ctx, int32_t max_seqs) -> Result<ProposerFactory> {
+      SAKER_ASSIGN_OR_RETURN(ProposerFactory f, spec::DraftModelProposer::factory(*draft->model, max_seqs, n_ctx, k));
+      // The factory keeps the loaded draft model alive as long as any proposer of it.
+      return ProposerFactory([draft, f]() { return f(); });
     });
   }
   return ProposerMaker();

@@ -226,35 +226,20 @@ Status DFlashDrafter::run() {
 // Every slot's queued rows, back to back, in one forward (no attention: the rows only write K/V).
 Status DFlashDrafter::fuse_context() {
   const int64_t width = tap_width();
-  tokens_.clear();
-  token_seq_.clear();
-  token_slot_.clear();
-  seqs_.clear();
+  batch_.clear();
   seq_slot_.clear();
   input_.clear();
   for (int32_t i = 0; i < n_slots(); ++i) {
     const Slot& s = slots_[i];
     const int64_t q = static_cast<int64_t>(s.queued.size()) / width;
     if (q == 0) continue;
-    AttentionSequence seq;
-    seq.block_table = s.block_table;
-    seq.n_ctx = static_cast<int32_t>(s.fused + q);
-    seq.mask = AttentionMask::kCausal;
-    for (int64_t p = s.fused; p < s.fused + q; ++p) {
-      token_seq_.push_back(static_cast<int32_t>(seqs_.size()));
-      token_slot_.push_back(static_cast<int32_t>(p));
-    }
-    seqs_.push_back(seq);
+    batch_.add(s.block_table, s.fused, q, AttentionMask::kCausal);
     seq_slot_.push_back(i);
     input_.insert(input_.end(), s.queued.begin(), s.queued.end());
   }
-  if (token_seq_.empty()) return {};
-  tokens_.assign(token_seq_.size(), 0);  // read by no op: the input rows stand for them
-  AttentionBatch attn;
-  attn.sequences = seqs_;
-  attn.token_seq = token_seq_;
-  attn.token_slot = token_slot_;
-  attn.token_pos = token_slot_;  // a chain: position == slot
+  if (batch_.n_tokens() == 0) return {};
+  tokens_.assign(static_cast<size_t>(batch_.n_tokens()), 0);  // read by no op: the input rows stand for them
+  const AttentionBatch attn = batch_.attn();
   StepRequest r;
   r.tokens = tokens_;
   r.attn = &attn;
@@ -267,7 +252,7 @@ Status DFlashDrafter::fuse_context() {
   program.head = [](int64_t, int64_t) { return Status{}; };
   SAKER_RETURN_IF_ERROR(backend_->run_step(r, program));
   ++stats_.context_forwards;
-  stats_.context_rows += static_cast<int64_t>(token_seq_.size());
+  stats_.context_rows += batch_.n_tokens();
   for (int32_t i : seq_slot_) {
     Slot& s = slots_[i];
     s.fused += static_cast<int64_t>(s.queued.size()) / width;
@@ -281,41 +266,30 @@ Status DFlashDrafter::fuse_context() {
 Status DFlashDrafter::run_blocks() {
   const DFlashConfig& c = w_->config;
   const int64_t B = c.block_size, V = c.n_vocab;
+  batch_.clear();
   tokens_.clear();
-  token_seq_.clear();
-  token_slot_.clear();
   output_rows_.clear();
-  seqs_.clear();
   seq_slot_.clear();
   bool any_top = false;
   for (int32_t i = 0; i < n_slots(); ++i) {
     Slot& s = slots_[i];
     if (s.pending < 0) continue;
-    AttentionSequence seq;
-    seq.block_table = s.block_table;
-    seq.n_ctx = static_cast<int32_t>(s.fused + B);  // every context slot and the whole block
-    seq.mask = AttentionMask::kFull;
+    // Every context slot and the whole block.
+    const int64_t at = batch_.add(s.block_table, s.fused, B, AttentionMask::kFull);
     for (int64_t k = 0; k < B; ++k) {
-      if (k > 0) output_rows_.push_back(static_cast<int32_t>(tokens_.size()));
+      if (k > 0) output_rows_.push_back(static_cast<int32_t>(at + k));
       tokens_.push_back(k == 0 ? s.pending : c.mask_token);
-      token_seq_.push_back(static_cast<int32_t>(seqs_.size()));
-      token_slot_.push_back(static_cast<int32_t>(s.fused + k));
     }
-    seqs_.push_back(seq);
     seq_slot_.push_back(i);
     any_top |= s.top_k > 0;
     s.pending = -1;
   }
-  if (seqs_.empty()) return {};
+  if (seq_slot_.empty()) return {};
   const int64_t n_out = static_cast<int64_t>(output_rows_.size());
   // Logits only where some slot wants its top tokens; otherwise the backend's argmax ids.
   logits_.resize(any_top ? static_cast<size_t>(n_out * V) : 0);
   ids_.resize(any_top ? 0 : static_cast<size_t>(n_out));
-  AttentionBatch attn;
-  attn.sequences = seqs_;
-  attn.token_seq = token_seq_;
-  attn.token_slot = token_slot_;
-  attn.token_pos = token_slot_;
+  const AttentionBatch attn = batch_.attn();
   StepRequest r;
   r.tokens = tokens_;
   r.attn = &attn;
@@ -329,7 +303,7 @@ Status DFlashDrafter::run_blocks() {
   program.head = [&](int64_t first, int64_t n) { return block_head(first, n); };
   SAKER_RETURN_IF_ERROR(backend_->run_step(r, program));
   ++stats_.block_forwards;
-  stats_.blocks += static_cast<int64_t>(seqs_.size());
+  stats_.blocks += static_cast<int64_t>(seq_slot_.size());
   for (size_t j = 0; j < seq_slot_.size(); ++j) {
     Slot& s = slots_[seq_slot_[j]];
     const int64_t first = static_cast<int64_t>(j) * (B - 1);

@@ -31,6 +31,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "engine/proposer.h"
+#include "engine/sequence_batch.h"
 #include "models/kv_storage.h"
 #include "models/model.h"
 #include "models/model_weights.h"
@@ -135,9 +136,9 @@ class DFlashDrafter : public DraftBatch {
   int64_t n_ctx_ = 0;
   std::vector<Slot> slots_;
   std::mutex slots_mutex_;  // acquire / release
-  // Scratch of one forward: the flat batch's per-token arrays, its sequences, inputs and outputs.
-  std::vector<int32_t> tokens_, token_seq_, token_slot_, output_rows_, ids_;
-  std::vector<AttentionSequence> seqs_;
+  // Scratch of one forward: the flat batch, its tokens, inputs and outputs.
+  SequencesBatch batch_;
+  std::vector<int32_t> tokens_, output_rows_, ids_;
   std::vector<int32_t> seq_slot_;  // [n_seqs] the drafter slot of each sequence of the forward
   std::vector<float> input_, logits_;
   Stats stats_;

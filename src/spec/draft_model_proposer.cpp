@@ -4,38 +4,74 @@
 
 namespace saker::spec {
 
+namespace {
+
+Status check_max_draft(int32_t max_draft) {
+  if (max_draft < 1) return make_error(StatusCode::kInvalidArgument, "draft model: max_draft must be >= 1");
+  return {};
+}
+
+}  // namespace
+
+Result<ProposerFactory> DraftModelProposer::factory(Model& draft, int32_t n_slots, int64_t n_ctx,
+                                                    int32_t max_draft) {
+  SAKER_RETURN_IF_ERROR(check_max_draft(max_draft));
+  SAKER_ASSIGN_OR_RETURN(std::shared_ptr<DraftModelBatch> batch, DraftModelBatch::create(draft, n_slots, n_ctx));
+  return ProposerFactory([batch, max_draft]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(auto p, create(batch, max_draft));
+    return std::unique_ptr<Proposer>(std::move(p));
+  });
+}
+
 Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(Model& draft, int64_t n_ctx,
                                                                        int32_t max_draft) {
-  if (max_draft < 1) return make_error(StatusCode::kInvalidArgument, "draft model: max_draft must be >= 1");
-  if (n_ctx < 1) return make_error(StatusCode::kInvalidArgument, "draft model: n_ctx must be >= 1");
-  return std::unique_ptr<DraftModelProposer>(new DraftModelProposer(draft, n_ctx, max_draft));
+  SAKER_RETURN_IF_ERROR(check_max_draft(max_draft));
+  SAKER_ASSIGN_OR_RETURN(std::shared_ptr<DraftModelBatch> batch, DraftModelBatch::create(draft, 1, n_ctx));
+  return create(std::move(batch), max_draft);
+}
+
+Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(std::shared_ptr<DraftModelBatch> batch,
+                                                                       int32_t max_draft) {
+  if (!batch) return make_error(StatusCode::kInvalidArgument, "draft model: no batch");
+  SAKER_RETURN_IF_ERROR(check_max_draft(max_draft));
+  return std::unique_ptr<DraftModelProposer>(new DraftModelProposer(std::move(batch), max_draft));
+}
+
+void DraftModelProposer::reset() {
+  batch_->release(slot_);
+  slot_ = -1;
+  asked_ = false;
+}
+
+Status DraftModelProposer::request(std::span<const int32_t> tokens, int64_t max_depth) {
+  asked_ = false;
+  const int64_t k = std::min<int64_t>(max_draft_, max_depth);
+  if (tokens.empty() || k <= 0) return {};
+  if (slot_ < 0) {
+    SAKER_ASSIGN_OR_RETURN(slot_, batch_->acquire());
+  }
+  SAKER_RETURN_IF_ERROR(batch_->request(slot_, tokens, k));
+  asked_ = true;
+  return {};
+}
+
+Status DraftModelProposer::take(DraftNodes* out) {
+  out->clear();
+  if (!asked_) return {};
+  asked_ = false;
+  const std::span<const int32_t> drafts = batch_->drafts(slot_);
+  for (size_t d = 0; d < drafts.size(); ++d) {
+    out->tokens.push_back(drafts[d]);
+    out->parent.push_back(static_cast<int32_t>(d) - 1);
+    out->depth.push_back(static_cast<int32_t>(d) + 1);
+  }
+  return {};
 }
 
 Status DraftModelProposer::propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) {
-  out->clear();
-  const int64_t len = static_cast<int64_t>(tokens.size());
-  // The last drafted token is never fed, so the cache needs len + k - 1 positions.
-  const int64_t k = std::min<int64_t>({max_draft_, max_depth, n_ctx_ - len + 1});
-  if (len == 0 || k <= 0) return {};
-  if (!gen_) {
-    SAKER_ASSIGN_OR_RETURN(gen_, Generator::create(draft_, nullptr, n_ctx_));
-  }
-  // Keep the cached prefix the sequence still has (at least the pending token is fed again).
-  const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), tokens.begin(), tokens.end());
-  const int64_t keep = std::min<int64_t>(mismatch.first - cached_.begin(), len - 1);
-  cached_.resize(keep);  // what the draft cache still holds; the sequence's newer tokens follow
-  cached_.insert(cached_.end(), tokens.begin() + keep, tokens.end());
-  int64_t begin = keep;
-  for (int64_t d = 0; d < k; ++d) {
-    SAKER_ASSIGN_OR_RETURN(const int32_t next, gen_->extend_argmax(cached_, begin));
-    out->tokens.push_back(next);
-    out->parent.push_back(static_cast<int32_t>(d) - 1);
-    out->depth.push_back(static_cast<int32_t>(d) + 1);
-    if (d + 1 == k) break;
-    begin = static_cast<int64_t>(cached_.size());
-    cached_.push_back(next);
-  }
-  return {};
+  SAKER_RETURN_IF_ERROR(request(tokens, max_depth));
+  if (asked_) SAKER_RETURN_IF_ERROR(batch_->run());
+  return take(out);
 }
 
 Status check_draft_vocab(const Model& target, const text::Tokenizer* target_tok, const Model& draft,

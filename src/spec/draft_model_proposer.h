@@ -1,49 +1,51 @@
 #pragma once
 // DraftModelProposer: a smaller model of the same tokenizer drafts a chain of its greedy tokens after the
-// pending one (--draft-model FILE). Each sequence has its own draft-model KV cache; the model's weights and
-// forward are shared. Before drafting it rolls its cache back to what it has in common with the sequence
-// (drafts the target rejected are overwritten), feeds what is new (the accepted tokens and the pending
-// one), then runs one row per drafted token. It reads no hidden states of the target. The draft KV cache
-// (n_ctx positions of the draft model) is allocated at the first draft, so a queued request holds none.
+// pending one (--draft-model FILE), as a slot of a DraftModelBatch that every speculating sequence of an engine
+// shares: one set of weights, one forward per drafted position for all of them (spec/draft_model_batch.h). It
+// reads no hidden states of the target. The slot is taken at the first draft and given back at reset(), so a
+// queued request holds no draft cache.
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <vector>
 
-#include "engine/generator.h"
 #include "engine/proposer.h"
 #include "models/model.h"
+#include "spec/draft_model_batch.h"
 #include "text/tokenizer.h"
 
 namespace saker::spec {
 
 class DraftModelProposer : public Proposer {
  public:
-  // n_ctx: the most positions the sequence reaches; max_draft: tokens drafted per step (>= 1).
+  // Proposers over one DraftModelBatch of n_slots sequences of up to n_ctx positions (the engine's max_seqs and
+  // n_ctx); max_draft: tokens drafted per step (>= 1).
+  static Result<ProposerFactory> factory(Model& draft, int32_t n_slots, int64_t n_ctx, int32_t max_draft);
+  // One proposer over a batch of its own (one slot).
   static Result<std::unique_ptr<DraftModelProposer>> create(Model& draft, int64_t n_ctx, int32_t max_draft);
+  static Result<std::unique_ptr<DraftModelProposer>> create(std::shared_ptr<DraftModelBatch> batch, int32_t max_draft);
+  ~DraftModelProposer() override { batch_->release(slot_); }
 
   std::span<const int32_t> tap_layers() const override { return {}; }
-  // The sequence restarts (preempted): the draft cache is freed, refilled from the first position when it
-  // drafts again.
-  void reset() override {
-    cached_.clear();
-    gen_.reset();
-  }
-  // Whether the draft KV cache is allocated (after the first propose()).
-  bool allocated() const { return gen_ != nullptr; }
+  // The sequence restarts (preempted): its slot is given back, refilled from the first position when it drafts
+  // again.
+  void reset() override;
+  // Whether this proposer holds a slot of the draft cache (from its first draft on).
+  bool allocated() const { return slot_ >= 0; }
   Status add_context(int64_t, int64_t, const float*) override { return {}; }
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
+  Status request(std::span<const int32_t> tokens, int64_t max_depth) override;
+  DraftBatch* batch() override { return asked_ ? batch_.get() : nullptr; }
+  Status take(DraftNodes* out) override;
   int64_t max_nodes() const override { return max_draft_; }
 
  private:
-  DraftModelProposer(Model& draft, int64_t n_ctx, int32_t max_draft)
-      : draft_(draft), n_ctx_(n_ctx), max_draft_(max_draft) {}
+  DraftModelProposer(std::shared_ptr<DraftModelBatch> batch, int32_t max_draft)
+      : batch_(std::move(batch)), max_draft_(max_draft) {}
 
-  Model& draft_;
-  int64_t n_ctx_;
-  std::unique_ptr<Generator> gen_;  // null until the first draft
+  std::shared_ptr<DraftModelBatch> batch_;
   int32_t max_draft_;
-  std::vector<int32_t> cached_;  // the tokens whose K/V the draft cache holds, by position
+  int32_t slot_ = -1;
+  bool asked_ = false;  // a request waits for the batch's run()
 };
 
 // A draft model can serve a target only when both read and write the same token ids: no more embedding rows

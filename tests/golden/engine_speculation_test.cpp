@@ -222,6 +222,22 @@ TEST(EngineSpeculation, DraftModelEqualsPlainDecoding) {
       *model, prompts, opts, plain, eo,
       factory_of<spec::DraftModelProposer>([dm] { return spec::DraftModelProposer::create(*dm, 512, 6); }),
       "draft model");
+  // One draft model batch for every sequence (how the CLI and the server run it): the same drafts, verify steps
+  // and commits as a draft cache per sequence, in fewer forwards.
+  auto shared = spec::DraftModelBatch::create(*dm, static_cast<int32_t>(prompts.size()), 512);
+  ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+  std::shared_ptr<spec::DraftModelBatch> batch = *shared;
+  const SpeculationRun together = expect_speculation_equals_plain(
+      *model, prompts, opts, plain, eo,
+      factory_of<spec::DraftModelProposer>([batch] { return spec::DraftModelProposer::create(batch, 6); }),
+      "draft model, one batch");
+  EXPECT_EQ(together.all.verify_steps, run.all.verify_steps);
+  EXPECT_EQ(together.all.committed_tokens, run.all.committed_tokens);
+  EXPECT_EQ(together.all.drafted_tokens, run.all.drafted_tokens);
+  const spec::DraftModelBatch::Stats& st = batch->stats();
+  std::printf("draft model, one batch: %lld tokens drafted in %lld forwards\n", static_cast<long long>(st.drafted),
+              static_cast<long long>(st.forwards));
+  EXPECT_LT(st.forwards * 2, st.drafted) << "the sequences' drafts were not batched";
   // A queued request's proposer holds no draft KV cache yet.
   auto lazy = spec::DraftModelProposer::create(*dm, 512, 6);
   ASSERT_TRUE(lazy.ok());

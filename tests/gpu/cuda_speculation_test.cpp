@@ -100,12 +100,12 @@ class CudaSpeculation : public ::testing::Test {
       return std::unique_ptr<Proposer>(std::move(p));
     };
   }
-  // The target drafting for itself: its greedy chain is what verification must accept.
-  static ProposerFactory self_draft() {
-    return []() -> Result<std::unique_ptr<Proposer>> {
-      SAKER_ASSIGN_OR_RETURN(auto p, spec::DraftModelProposer::create(*model_, 256, kMaxDraft));
-      return std::unique_ptr<Proposer>(std::move(p));
-    };
+  // The target drafting for itself: its greedy chain is what verification must accept. One draft batch for
+  // every sequence, as the CLI runs it.
+  static ProposerFactory self_draft(int32_t n_slots = kSeqs) {
+    auto f = spec::DraftModelProposer::factory(*model_, n_slots, 256, kMaxDraft);
+    EXPECT_TRUE(f.ok()) << f.status().to_string();
+    return f.ok() ? *f : nullptr;
   }
 
   // A random DFlash drafter of the target's shape on the GPU, block kMaxDraft + 1, a slot per sequence.
