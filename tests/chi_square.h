@@ -55,19 +55,25 @@ inline ChiSquare chi_square_two_samples(const std::vector<int32_t>& a, const std
   std::map<int32_t, std::pair<double, double>> counts;
   for (int32_t x : a) counts[x].first += 1;
   for (int32_t x : b) counts[x].second += 1;
-  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size()), n = na + nb;
+  const double share = static_cast<double>(std::min(a.size(), b.size())) / static_cast<double>(a.size() + b.size());
   std::vector<std::pair<double, double>> cells;
   std::pair<double, double> pooled{0, 0};
   for (const auto& [id, c] : counts) {
-    const double total = c.first + c.second;
-    if (total * std::min(na, nb) / n < min_expected) {
+    if ((c.first + c.second) * share < min_expected) {
       pooled.first += c.first;
       pooled.second += c.second;
     } else {
       cells.push_back(c);
     }
   }
-  if ((pooled.first + pooled.second) * std::min(na, nb) / n >= min_expected) cells.push_back(pooled);
+  if ((pooled.first + pooled.second) * share >= min_expected) cells.push_back(pooled);
+  // The table is the cells kept: a pool too small to keep leaves the totals too.
+  double na = 0, nb = 0;
+  for (const auto& [ca, cb] : cells) {
+    na += ca;
+    nb += cb;
+  }
+  const double n = na + nb;
   ChiSquare r;
   r.categories = static_cast<int64_t>(cells.size());
   for (const auto& [ca, cb] : cells) {

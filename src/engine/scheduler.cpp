@@ -137,8 +137,13 @@ bool Scheduler::drafts_pay(int64_t budget) {
 }
 
 void Scheduler::draft(int64_t budget) {
-  std::vector<Sequence*> asked;
+  // Sequences whose drafts come from a shared forward, and those forwards.
+  std::vector<Sequence*> waiting;
   std::vector<DraftBatch*> batches;
+  const auto give_up = [](Sequence* s, const Status& st) {
+    SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
+    s->drafts.clear();
+  };
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* s = running_[i].get();
     if (s->n_pending() != 1) continue;
@@ -150,30 +155,30 @@ void Scheduler::draft(int64_t budget) {
       continue;
     }
     const int64_t depth = std::min<int64_t>(room, s->draft_policy.depth());
-    const Status st = s->proposer->request(s->tokens, depth);
+    Status st = s->proposer->request(s->tokens, depth);
     if (!st.ok()) {
-      SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
+      give_up(s, st);
       --budget;
       continue;
     }
-    asked.push_back(s);
-    if (DraftBatch* b = s->proposer->batch(); b && std::find(batches.begin(), batches.end(), b) == batches.end()) {
-      batches.push_back(b);
+    if (DraftBatch* b = s->proposer->batch()) {  // its drafts come with the batch's run: reserve the most
+      waiting.push_back(s);
+      if (std::find(batches.begin(), batches.end(), b) == batches.end()) batches.push_back(b);
+      budget -= 1 + std::min(room, s->proposer->max_nodes_at(depth));
+      continue;
     }
-    budget -= 1 + std::min(room, s->proposer->max_nodes_at(depth));
+    st = s->proposer->take(&s->drafts);  // drafted at once: the budget pays for what came
+    if (!st.ok()) give_up(s, st);
+    s->draft_policy.note_drafted(s->drafts.size());
+    budget -= 1 + std::min<int64_t>(room, s->drafts.size());
   }
-  Status ran;
+  // A forward that fails leaves its proposers nothing to take: each says so in take() (or takes what it has
+  // of its own, as a shadowed replay does), and costs its sequence this step's draft only.
   for (DraftBatch* b : batches) {
-    if (Status st = b->run(); !st.ok() && ran.ok()) ran = st;
+    if (Status st = b->run(); !st.ok()) SAKER_LOG_WARN("a shared draft forward failed: {}", st.to_string());
   }
-  for (Sequence* s : asked) {
-    const bool batched = s->proposer->batch() != nullptr;
-    Status st = s->proposer->take(&s->drafts);
-    if (st.ok() && batched && !ran.ok()) st = ran;
-    if (!st.ok()) {
-      SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
-      s->drafts.clear();
-    }
+  for (Sequence* s : waiting) {
+    if (Status st = s->proposer->take(&s->drafts); !st.ok()) give_up(s, st);
     s->draft_policy.note_drafted(s->drafts.size());
   }
 }

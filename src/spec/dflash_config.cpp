@@ -135,7 +135,7 @@ std::vector<int32_t> DFlashConfig::spread_taps(int64_t n_target, int64_t n) {
   const double first = rule ? 1.0 : 0.0, span = static_cast<double>(rule ? n_target - 4 : n_target - 1);
   for (int64_t i = 0; i < count; ++i) {
     const double at = count == 1 ? first : first + static_cast<double>(i) * span / static_cast<double>(count - 1);
-    taps.push_back(static_cast<int32_t>(std::llround(at)));
+    taps.push_back(static_cast<int32_t>(std::nearbyint(at)));  // half to even, as Python's round()
   }
   return taps;
 }

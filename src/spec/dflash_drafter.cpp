@@ -26,6 +26,8 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(std::shared_ptr<con
   all.n_blocks = one.n_blocks * n_slots;
   SAKER_ASSIGN_OR_RETURN(d->kv_, allocate_kv_storage(d->backend_->device(), all));
   d->n_ctx_ = one.n_blocks * one.block_size;
+  // What one forward may carry: the CUDA backend splits a longer causal batch but not a full-mask one.
+  d->max_rows_ = std::max<int64_t>({64, ops.max_batch_tokens, c.block_size});
   d->slots_.resize(static_cast<size_t>(n_slots));
   for (int32_t i = 0; i < n_slots; ++i) {
     std::vector<int32_t>& table = d->slots_[i].block_table;
@@ -73,6 +75,7 @@ int64_t DFlashDrafter::n_context(int32_t slot) const {
 void DFlashDrafter::reset(int32_t slot) {
   Slot& s = slots_[slot];
   s.fused = 0;
+  queued_rows_ -= static_cast<int64_t>(s.queued.size()) / tap_width();
   s.queued.clear();
   s.pending = -1;
 }
@@ -189,13 +192,19 @@ Status DFlashDrafter::add_context(int32_t slot, int64_t first, int64_t n, const 
     return make_error(StatusCode::kOutOfRange, "drafter context: position {} beyond its {} slots", first + n - 1, n_ctx_);
   }
   const int64_t width = tap_width();
+  queued_rows_ -= static_cast<int64_t>(s.queued.size()) / width;
   if (first < s.fused) {  // fused positions replaced: their pages are rewritten from the queue
     s.fused = first;
     s.queued.clear();
   } else {
     s.queued.resize(static_cast<size_t>((first - s.fused) * width));
   }
+  queued_rows_ += static_cast<int64_t>(s.queued.size()) / width;
   s.queued.insert(s.queued.end(), taps, taps + n * width);
+  queued_rows_ += n;
+  // Steps that draft nothing (prefill, a cost policy standing drafts down) run no forward of the drafter: fuse
+  // here once the queues hold a forward's worth, so the host memory they take stays bounded.
+  if (queued_rows_ >= max_rows_) return fuse_context();
   return {};
 }
 
@@ -219,8 +228,11 @@ Status DFlashDrafter::request(int32_t slot, int32_t pending, int32_t top_k) {
 }
 
 Status DFlashDrafter::run() {
-  SAKER_RETURN_IF_ERROR(fuse_context());
-  return run_blocks();
+  Status st = fuse_context();
+  if (st.ok()) st = run_blocks();
+  // A request a failed forward did not serve is dropped, not drafted later at another position.
+  for (Slot& s : slots_) s.pending = -1;
+  return st;
 }
 
 // Every slot's queued rows, back to back, in one forward (no attention: the rows only write K/V).
@@ -258,33 +270,49 @@ Status DFlashDrafter::fuse_context() {
     s.fused += static_cast<int64_t>(s.queued.size()) / width;
     s.queued.clear();
   }
+  queued_rows_ = 0;
   return {};
 }
 
-// Every requested block (B rows at the slot's next positions, kFull) in one forward; rows 1..B-1 of each
-// reach the head.
+// Every requested block (B rows at the slot's next positions, kFull) in as few forwards as the backend's batch
+// size allows (a full mask cannot be split, so whole blocks); rows 1..B-1 of each reach the head.
 Status DFlashDrafter::run_blocks() {
+  const int64_t B = w_->config.block_size;
+  std::vector<int32_t> group;
+  for (int32_t i = 0; i < n_slots(); ++i) {
+    Slot& s = slots_[i];
+    if (s.pending < 0) continue;
+    if (s.fused + B > n_ctx_) {  // context added since the request leaves no room for the block
+      s.pending = -1;
+      continue;
+    }
+    if (static_cast<int64_t>(group.size() + 1) * B > max_rows_) {
+      SAKER_RETURN_IF_ERROR(run_block_group(group));
+      group.clear();
+    }
+    group.push_back(i);
+  }
+  return group.empty() ? Status{} : run_block_group(group);
+}
+
+Status DFlashDrafter::run_block_group(std::span<const int32_t> group) {
   const DFlashConfig& c = w_->config;
   const int64_t B = c.block_size, V = c.n_vocab;
   batch_.clear();
   tokens_.clear();
   output_rows_.clear();
-  seq_slot_.clear();
   bool any_top = false;
-  for (int32_t i = 0; i < n_slots(); ++i) {
+  for (int32_t i : group) {
     Slot& s = slots_[i];
-    if (s.pending < 0) continue;
     // Every context slot and the whole block.
     const int64_t at = batch_.add(s.block_table, s.fused, B, AttentionMask::kFull);
     for (int64_t k = 0; k < B; ++k) {
       if (k > 0) output_rows_.push_back(static_cast<int32_t>(at + k));
       tokens_.push_back(k == 0 ? s.pending : c.mask_token);
     }
-    seq_slot_.push_back(i);
     any_top |= s.top_k > 0;
     s.pending = -1;
   }
-  if (seq_slot_.empty()) return {};
   const int64_t n_out = static_cast<int64_t>(output_rows_.size());
   // Logits only where some slot wants its top tokens; otherwise the backend's argmax ids.
   logits_.resize(any_top ? static_cast<size_t>(n_out * V) : 0);
@@ -303,12 +331,10 @@ Status DFlashDrafter::run_blocks() {
   program.head = [&](int64_t first, int64_t n) { return block_head(first, n); };
   SAKER_RETURN_IF_ERROR(backend_->run_step(r, program));
   ++stats_.block_forwards;
-  stats_.blocks += static_cast<int64_t>(seq_slot_.size());
-  for (size_t j = 0; j < seq_slot_.size(); ++j) {
-    Slot& s = slots_[seq_slot_[j]];
+  stats_.blocks += static_cast<int64_t>(group.size());
+  for (size_t j = 0; j < group.size(); ++j) {
+    Slot& s = slots_[group[j]];
     const int64_t first = static_cast<int64_t>(j) * (B - 1);
-    s.ids.clear();
-    s.top.clear();
     if (!any_top) {
       s.ids.assign(ids_.begin() + first, ids_.begin() + first + (B - 1));
       continue;

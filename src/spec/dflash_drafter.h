@@ -16,8 +16,9 @@
 //             (bidirectional); rows 1..B-1 give the draft tokens (row i predicts position s + i, no shift).
 //             request() asks for a slot's block; run() computes every requested block in one forward.
 //
-// A row's numbers do not depend on the other slots in the forward (each slot's rows are one run of the
-// batch), so a slot drafts the same tokens alone or beside others. The block's own K/V rows land in slots
+// On the CPU backend a row's numbers do not depend on the other slots in the forward (each slot's rows are one
+// run of the batch), so a slot drafts the same tokens alone or beside others; on CUDA they may part at a
+// near-tie (drafts only: the target decides every token). The block's own K/V rows land in slots
 // s..s+B-1 and are overwritten when those positions are committed. Either backend runs it
 // (OpsOptions::device); the engine and the CLI still take it on the CPU only, until the CUDA run is checked
 // on a GPU (tests/gpu/cuda_drafter_test.cpp).
@@ -57,7 +58,8 @@ class DFlashDrafter : public DraftBatch {
   int64_t n_ctx() const { return n_ctx_; }  // positions per slot
   int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
 
-  // A free slot, with no context (an error when all are held); release() gives it back. Thread-safe.
+  // A free slot, with no context (an error when all are held); release() gives it back. Only the slots' held
+  // flags are locked: everything else runs on one thread (the engine's step thread).
   Result<int32_t> acquire();
   void release(int32_t slot);
 
@@ -67,14 +69,15 @@ class DFlashDrafter : public DraftBatch {
   void reset(int32_t slot);
   // Queues the target's tapped hidden states of positions [first, first + n) for fusing into the slot's
   // context. first <= n_context(slot): positions from `first` on are replaced (those of a rejected draft are
-  // never added).
+  // never added). Once the queues hold a forward's worth of rows they are fused at once.
   Status add_context(int32_t slot, int64_t first, int64_t n,
                      const float* taps);  // [n, n_taps, n_embd], HiddenTaps layout
 
   // The slot's block after `pending` (at position n_context(slot)) in the next run(): each row's argmax
   // (top_k 0) or its top_k tokens with their log-probabilities.
   Status request(int32_t slot, int32_t pending, int32_t top_k);
-  // Fuses every slot's queued context (one forward), then computes every requested block (one forward).
+  // Fuses every slot's queued context (one forward), then computes every requested block (one forward, or a
+  // few where they exceed the backend's batch). A request it cannot serve is dropped.
   Status run() override;
   struct TopTokens {
     std::vector<int32_t> ids;       // [k] highest first, the lowest id among equals
@@ -125,6 +128,7 @@ class DFlashDrafter : public DraftBatch {
   // The two forwards of run().
   Status fuse_context();
   Status run_blocks();
+  Status run_block_group(std::span<const int32_t> slots);
   // The two programs' bodies over the backend's current step.
   Status context_body();
   Status block_body();
@@ -134,6 +138,8 @@ class DFlashDrafter : public DraftBatch {
   std::unique_ptr<OpBackend> backend_;
   std::unique_ptr<KvStorage> kv_;  // [n_layer] x [n_slots * blocks a slot, 16, n_head_kv, head_dim]
   int64_t n_ctx_ = 0;
+  int64_t max_rows_ = 0;     // rows one forward carries (whole blocks; the context queues fuse at this many)
+  int64_t queued_rows_ = 0;  // over every slot's queue
   std::vector<Slot> slots_;
   std::mutex slots_mutex_;  // acquire / release
   // Scratch of one forward: the flat batch, its tokens, inputs and outputs.

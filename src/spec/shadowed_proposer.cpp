@@ -1,5 +1,7 @@
 #include "spec/shadowed_proposer.h"
 
+#include "core/log.h"
+
 namespace saker::spec {
 
 Result<std::unique_ptr<ShadowedProposer>> ShadowedProposer::create(std::unique_ptr<Proposer> lead,
@@ -22,18 +24,29 @@ Status ShadowedProposer::add_context(int64_t first, int64_t n, const float* taps
 }
 
 Status ShadowedProposer::request(std::span<const int32_t> tokens, int64_t max_depth) {
-  SAKER_RETURN_IF_ERROR(shadow_->request(tokens, max_depth));
-  return lead_->request(tokens, max_depth);
+  SAKER_RETURN_IF_ERROR(lead_->request(tokens, max_depth));
+  shadowing_ = shadow_->request(tokens, max_depth);
+  if (!shadowing_.ok()) SAKER_LOG_WARN("shadow drafter: {}", shadowing_.to_string());
+  return {};
 }
 
+DraftBatch* ShadowedProposer::batch() { return shadowing_.ok() ? shadow_->batch() : nullptr; }
+
+// The lead's drafts whatever became of the shadow's: its failure costs the figures a drafter's work, never the
+// drafts.
 Status ShadowedProposer::take(DraftNodes* out) {
-  SAKER_RETURN_IF_ERROR(shadow_->take(&dropped_));
+  if (shadowing_.ok()) {
+    if (Status st = shadow_->take(&dropped_); !st.ok()) SAKER_LOG_WARN("shadow drafter: {}", st.to_string());
+  }
+  shadowing_ = Status{};
   return lead_->take(out);
 }
 
 Status ShadowedProposer::propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) {
   SAKER_RETURN_IF_ERROR(request(tokens, max_depth));
-  if (DraftBatch* b = batch()) SAKER_RETURN_IF_ERROR(b->run());
+  if (DraftBatch* b = batch(); b && !(shadowing_ = b->run()).ok()) {
+    SAKER_LOG_WARN("shadow drafter: {}", shadowing_.to_string());
+  }
   return take(out);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // ShadowedProposer: drafts what its lead proposer drafts, while a shadow proposer (a real drafter) is fed and
-// asked exactly as if it were drafting, and its drafts are dropped. `saker bench --spec replay:L` pairs the
+// asked exactly as if it were drafting, and its drafts are dropped. The lead must draft at once (a replay
+// proposer does). A failing shadow is logged and never costs the lead's drafts. `saker bench --spec replay:L` pairs the
 // replay proposer (chosen acceptance, free drafts) with a drafter of real size, so the replay's figures carry
 // a drafter's cost: its taps, its context fusing and its block forwards, batched over the sequences as in a
 // real run.
@@ -21,7 +22,8 @@ class ShadowedProposer : public Proposer {
   Status add_context(int64_t first, int64_t n, const float* taps) override;
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   Status request(std::span<const int32_t> tokens, int64_t max_depth) override;
-  DraftBatch* batch() override { return shadow_->batch(); }
+  // The shadow's batch: the lead drafts at once (a replay), so the shadow is what the step waits for.
+  DraftBatch* batch() override;
   Status take(DraftNodes* out) override;
   int64_t max_nodes() const override { return lead_->max_nodes(); }
   bool drafts_trees() const override { return lead_->drafts_trees(); }
@@ -32,6 +34,7 @@ class ShadowedProposer : public Proposer {
 
   std::unique_ptr<Proposer> lead_, shadow_;
   DraftNodes dropped_;
+  Status shadowing_;  // the shadow's request this step (a failed one is skipped, and logged)
 };
 
 }  // namespace saker::spec

@@ -50,8 +50,10 @@ class DFlashSlots : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<spec::DFlashDrafter> drafter(int32_t n_slots) {
-    auto d = spec::DFlashDrafter::create(dw_, 256, OpsOptions{}, n_slots);
+  std::unique_ptr<spec::DFlashDrafter> drafter(int32_t n_slots, int64_t batch_tokens = 2048) {
+    OpsOptions ops;
+    ops.max_batch_tokens = batch_tokens;
+    auto d = spec::DFlashDrafter::create(dw_, 256, ops, n_slots);
     EXPECT_TRUE(d.ok()) << d.status().to_string();
     return d.ok() ? std::move(d).value() : nullptr;
   }
@@ -98,6 +100,35 @@ TEST_F(DFlashSlots, SlotsDraftedTogetherDraftWhatEachDraftsAlone) {
   }
   // The chain is the top-1 of the rows (the drafter is confident enough on these to be worth testing).
   for (size_t r = 0; r < alone_ids[1].size(); ++r) EXPECT_EQ(alone_ids[1][r], alone_top[1][r].ids[0]) << "row " << r;
+}
+
+// A forward carries at most the backend's batch (64 rows here: four blocks of 16): five requested blocks run
+// in two forwards and draft what they draft alone; queued context is fused as soon as it fills a forward.
+TEST_F(DFlashSlots, BlocksAndContextBeyondOneForwardAreSplitByWholeBlocks) {
+  std::vector<std::vector<int32_t>> alone(5);
+  for (int32_t i = 0; i < 5; ++i) {
+    auto d = drafter(1, 64);
+    ASSERT_TRUE(d);
+    const Context& ctx = contexts_[i % 3];
+    ASSERT_TRUE(d->add_context(0, 0, ctx.n, ctx.taps.data()).ok());
+    ASSERT_TRUE(d->propose(0, ctx.pending + i / 3, &alone[i]).ok());
+  }
+  auto d = drafter(5, 64);
+  ASSERT_TRUE(d);
+  for (int32_t i = 0; i < 5; ++i) {
+    const Context& ctx = contexts_[i % 3];
+    ASSERT_TRUE(d->add_context(i, 0, ctx.n, ctx.taps.data()).ok());
+    ASSERT_TRUE(d->request(i, ctx.pending + i / 3, 0).ok());
+  }
+  // 40 + 47 + 54 + 40 + 47 rows queued: each time the queues reached 64 they were fused.
+  EXPECT_GE(d->stats().context_forwards, 2);
+  ASSERT_TRUE(d->run().ok());
+  EXPECT_EQ(d->stats().block_forwards, 2);
+  EXPECT_EQ(d->stats().blocks, 5);
+  for (int32_t i = 0; i < 5; ++i) {
+    const auto ids = d->drafts(i);
+    EXPECT_EQ(std::vector<int32_t>(ids.begin(), ids.end()), alone[i]) << "slot " << i;
+  }
 }
 
 TEST_F(DFlashSlots, ContextQueuedInPiecesEqualsContextAtOnce) {

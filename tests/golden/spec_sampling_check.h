@@ -1,9 +1,11 @@
 #pragma once
-// Speculative sampling against plain sampling, statistically: the same prompt sampled under many seeds by an
-// engine that speculates and by one that does not, and a two-sample chi-square test on the token at each
-// generated position (position 0 comes from the prompt pass; later ones from verify rows when speculating).
-// Where a backend rounds verify rows as it rounds decode rows, every seed gives the same tokens both ways;
-// where it does not (a near-tie can fall either way), the distributions must still agree.
+// Speculative sampling against plain sampling, statistically: one prompt sampled under many seeds by an engine
+// that speculates and by one that does not. The chi-square test on the token at each generated position
+// (position 0 comes from the prompt pass; later ones from verify rows when speculating) compares plain sampling
+// under seeds 1..n with speculative sampling under seeds n+1..2n: independent samples, as the test assumes.
+// Speculating under seeds 1..n too counts the seeds whose tokens are the same both ways: all of them where a
+// backend rounds verify rows as it rounds decode rows; where it does not (a near-tie can fall either way), only
+// the distributions must agree.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,7 +19,7 @@ struct SamplingComparison {
   std::vector<ChiSquare> positions;  // [n_tokens]
   int64_t identical = 0;             // seeds whose whole continuation is the same both ways
   int64_t seeds = 0;
-  DraftStats drafts;                 // summed over the speculating requests
+  DraftStats drafts;                 // summed over the speculating requests (both seed ranges)
 };
 
 // n_seeds requests of `prompt`, seeds 1..n_seeds, `sampling` otherwise; max_seqs sequences at a time.
@@ -25,39 +27,42 @@ inline SamplingComparison compare_sampling(Model& model, const std::vector<int32
                                            int32_t n_tokens, SamplingParams sampling, EngineOptions eo,
                                            ProposerFactory proposer) {
   SamplingComparison out;
-  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(n_seeds), prompt);
-  std::vector<GenerateOptions> opts;
-  for (int64_t s = 0; s < n_seeds; ++s) {
-    GenerateOptions o;
-    o.max_tokens = n_tokens;
-    o.ignore_eos = true;
-    o.sampling = sampling;
-    o.sampling.seed = static_cast<uint64_t>(s + 1);
-    opts.push_back(o);
-  }
-  std::vector<std::vector<int32_t>> tokens[2];
-  for (int k = 0; k < 2; ++k) {
-    EngineOptions e = eo;
-    if (k == 1) e.proposer = proposer;
-    auto engine = make_engine(model, e);
-    if (!engine) return out;
-    const std::vector<Outcome> got = run_batched(*engine, prompts, opts);
-    for (const Outcome& g : got) {
-      if (!g.result.ok()) {
-        ADD_FAILURE() << (k ? "speculating" : "plain") << ": " << g.result.status().to_string();
-        return out;
-      }
-      tokens[k].push_back(g.result->tokens);
-      if (k == 1 && g.result->draft) out.drafts.merge(*g.result->draft);
+  const std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(n_seeds), prompt);
+  // The tokens of every request, sampled under seeds first_seed.. (speculating or not).
+  const auto sample = [&](uint64_t first_seed, bool speculate, std::vector<std::vector<int32_t>>* tokens) {
+    std::vector<GenerateOptions> opts;
+    for (int64_t s = 0; s < n_seeds; ++s) {
+      GenerateOptions o;
+      o.max_tokens = n_tokens;
+      o.ignore_eos = true;
+      o.sampling = sampling;
+      o.sampling.seed = first_seed + static_cast<uint64_t>(s);
+      opts.push_back(o);
     }
-  }
+    EngineOptions e = eo;
+    if (speculate) e.proposer = proposer;
+    auto engine = make_engine(model, e);
+    if (!engine) return false;
+    for (const Outcome& g : run_batched(*engine, prompts, opts)) {
+      if (!g.result.ok()) {
+        ADD_FAILURE() << (speculate ? "speculating" : "plain") << ": " << g.result.status().to_string();
+        return false;
+      }
+      tokens->push_back(g.result->tokens);
+      if (speculate && g.result->draft) out.drafts.merge(*g.result->draft);
+    }
+    return true;
+  };
+  std::vector<std::vector<int32_t>> plain, same_seeds, other_seeds;
+  const uint64_t n = static_cast<uint64_t>(n_seeds);
+  if (!sample(1, false, &plain) || !sample(1, true, &same_seeds) || !sample(n + 1, true, &other_seeds)) return out;
   out.seeds = n_seeds;
-  for (int64_t s = 0; s < n_seeds; ++s) out.identical += tokens[0][s] == tokens[1][s];
+  for (int64_t s = 0; s < n_seeds; ++s) out.identical += plain[s] == same_seeds[s];
   for (int32_t p = 0; p < n_tokens; ++p) {
     std::vector<int32_t> a, b;
     for (int64_t s = 0; s < n_seeds; ++s) {
-      if (static_cast<int32_t>(tokens[0][s].size()) > p) a.push_back(tokens[0][s][p]);
-      if (static_cast<int32_t>(tokens[1][s].size()) > p) b.push_back(tokens[1][s][p]);
+      if (static_cast<int32_t>(plain[s].size()) > p) a.push_back(plain[s][p]);
+      if (static_cast<int32_t>(other_seeds[s].size()) > p) b.push_back(other_seeds[s][p]);
     }
     const ChiSquare c = chi_square_two_samples(a, b);
     std::printf("position %d: chi-square %.2f, %lld degrees of freedom, p = %.4f\n", p, c.statistic,

@@ -38,6 +38,8 @@ from recipe import Logger, flatten, pick_prompts, write_bundle  # noqa: E402
 
 T_START = time.time()
 log = Logger()
+# Architectures whose embedding and head saker's drafter uses exactly as transformers does.
+SUPPORTED_TARGETS = {"llama", "mistral", "qwen2", "qwen3"}
 
 
 def parse_args(argv=None):
@@ -198,6 +200,11 @@ def main(argv=None):
     for p in model.parameters():
         p.requires_grad_(False)
     cfg = model.config
+    # saker's drafter embeds block tokens with the target's embedding as stored and applies its head as is:
+    # targets that scale embeddings or cap logits (Gemma) would train a drafter saker computes differently.
+    if cfg.model_type not in SUPPORTED_TARGETS:
+        raise SystemExit(f"{a.target}: a {cfg.model_type} target; drafter_for.py trains drafters for "
+                         f"{', '.join(sorted(SUPPORTED_TARGETS))} targets")
     n_layers = cfg.num_hidden_layers
     if getattr(cfg, "head_dim", None) is None:
         cfg.head_dim = cfg.hidden_size // cfg.num_attention_heads
@@ -245,7 +252,7 @@ def main(argv=None):
     times["drafter_data_s"] = round(time.time() - t, 1)
 
     # 4. drafter
-    taps = ([int(x) for x in a.draft_tap_ids.split(",")] if a.draft_tap_ids
+    taps = (sorted({int(x) for x in a.draft_tap_ids.split(",")}) if a.draft_tap_ids
             else dflash.spread_taps(n_layers, a.draft_taps))
     if max(taps) > n_layers - 2 or min(taps) < 0:
         raise SystemExit(f"tapped layers {taps}: must lie in 0..{n_layers - 2} (the last layer's HF hidden state "

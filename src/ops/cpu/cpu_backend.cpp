@@ -145,15 +145,16 @@ Status CpuBackend::rms_norm(const Act& x, const PreparedVector& w, float eps, co
 Status CpuBackend::matmul_part(const TensorView& x, const TensorView& w, const TensorView& out) const {
   if (!options_.fast_matmul) return ref::matmul(x, w, out);
   const int64_t T = x.dim(0);
-  const bool one_long_run = runs_.size() == 1 && runs_[0].blas;
-  if (runs_.empty() || one_long_run) return cpu::matmul(x, w, out, options_.matmul);
+  if (runs_.empty()) return cpu::matmul(x, w, out, options_.matmul);
   if (T != runs_.back().end || x.n_dims != 2) {
-    // The output head's gathered rows: BLAS only when they all come from one long run (teacher-forced prompt
-    // logits); rows of a batched step go through the row-independent paths.
+    // The output head's gathered rows: BLAS only when every row of one long run is an output (teacher-forced
+    // prompt logits, which take the branch below); gathered rows take the row-independent paths, so a
+    // sequence's outputs round the same alone or beside others.
     cpu::MatmulOptions o = options_.matmul;
     o.blas = false;
     return cpu::matmul(x, w, out, o);
   }
+  if (runs_.size() == 1 && runs_[0].blas) return cpu::matmul(x, w, out, options_.matmul);  // one long run
   for (const RowRun& r : runs_) {
     cpu::MatmulOptions o = options_.matmul;
     o.blas = o.blas && r.blas;
