@@ -76,9 +76,12 @@ Result<LoadedModel> load_model(const std::string& path, const OpsOptions& ops) {
 
 Result<LoadedModel> load_model_on(const std::string& path, OpsOptions ops, const std::string& device) {
   if (ops.tensor_parallel > 1 && device == "cuda") {
+    // The CUDA ranks (one per GPU through NCCL) are built and checked on one GPU with ranks sharing it, but
+    // have not run over several GPUs: the command line waits for that.
     return make_error(StatusCode::kUnsupported,
-                      "--tensor-parallel {} --device cuda: tensor parallelism on CUDA needs saker built with NCCL and "
-                      "{} GPUs, and that path is not wired up yet; --device cpu runs {} in-process CPU ranks",
+                      "--tensor-parallel {} --device cuda: tensor parallelism over {} GPUs (NCCL) has not been run "
+                      "on a multi-GPU machine yet, so the command line does not offer it; --device cpu runs {} "
+                      "in-process CPU ranks",
                       ops.tensor_parallel, ops.tensor_parallel, ops.tensor_parallel);
   }
   SAKER_ASSIGN_OR_RETURN(ops.device, parse_device(device));

@@ -3,6 +3,7 @@
 // together; the KV cache storage and the batch bookkeeping belong to the engine.
 #include <cstdint>
 #include <memory>
+#include <vector>
 #include <span>
 #include <string>
 
@@ -46,8 +47,13 @@ struct OpsOptions {
   int64_t max_batch_tokens = 2048;
   bool cuda_graphs = true;     // capture decode steps (<= 64 tokens) in CUDA graphs and replay them
   // Tensor-parallel ranks (models/tensor_parallel_model.h): > 1 splits the model over that many in-process CPU
-  // ranks on threads, each with about 1 / N of the thread pool; on CUDA it needs the NCCL build (not yet wired).
+  // ranks on threads, each with about 1 / N of the thread pool; on CUDA one rank per GPU through NCCL (the
+  // command line does not take it there yet: it has not run on several GPUs).
   int tensor_parallel = 1;
+  // CUDA devices of the tensor-parallel ranks (empty: 0 .. tensor_parallel - 1). A device given twice runs
+  // those ranks on one GPU with their all-reduces staged through host memory and no graphs: slow, a check of
+  // the sharded CUDA forward on a machine with one GPU.
+  std::vector<int> tensor_parallel_devices;
 };
 
 // "cpu" | "cuda" | "auto" (cuda when a GPU is visible and the CUDA backend is built).

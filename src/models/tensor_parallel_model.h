@@ -11,13 +11,17 @@
 //                rank).
 // A rank that fails aborts the group so no other rank waits for it; forward returns the first failure.
 //
-// On CUDA the same rank models would run one per GPU with an NcclCommunicator (parallel/nccl_communicator.h);
-// that wiring does not exist yet, so create() refuses a CUDA device.
+// On CUDA the same rank models run one per GPU, each on its own CudaBackend and device, their all-reduces
+// through an NcclCommunicator on the backend's stream (captured in the decode graphs with the rest). Ranks
+// given the same device (OpsOptions::tensor_parallel_devices) share it with StagedCudaCommunicators instead:
+// the one-GPU check of the sharded CUDA forward. A rank that fails inside an NCCL collective cannot release
+// the others: the process must go.
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "models/model.h"
+#include "ops/backend.h"
 #include "parallel/local_communicator.h"
 #include "parallel/rank_threads.h"
 
@@ -25,13 +29,14 @@ namespace saker {
 
 class TensorParallelModel final : public Model {
  public:
-  // options.tensor_parallel ranks (>= 2) on the CPU; errors name what does not divide (check_tensor_parallel).
+  // options.tensor_parallel ranks (>= 2) on the CPU or on CUDA devices; errors name what does not divide
+  // (check_tensor_parallel), a device that is missing, or NCCL absent where the ranks need it.
   static Result<std::unique_ptr<Model>> create(std::shared_ptr<const ModelWeights> weights, const OpsOptions& options);
   ~TensorParallelModel() override;
 
   const ModelHParams& hparams() const override { return hp_; }
   Status forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) override;
-  Device device() const override { return Device::kCpu; }
+  Device device() const override { return device_; }
   Result<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheConfig& config) const override;
   DType kv_dtype() const override { return ranks_[0]->kv_dtype(); }
   std::string width_dependent_weight() const override { return ranks_[0]->width_dependent_weight(); }
@@ -41,11 +46,18 @@ class TensorParallelModel final : public Model {
 
  private:
   TensorParallelModel() = default;
+  // Rank r's backend: a CPU backend on the LocalGroup, or a CudaBackend on devices_[r].
+  Result<std::unique_ptr<OpBackend>> rank_backend(int r, const OpsOptions& options);
+  Status make_device_communicators(int n);
 
   std::shared_ptr<const ModelWeights> weights_;
   ModelHParams hp_;
-  // Declared so that they are destroyed threads first, then the rank models, then the group they use.
-  std::unique_ptr<LocalGroup> group_;
+  Device device_ = Device::kCpu;
+  std::vector<int> devices_;  // CUDA: each rank's device
+  // Declared so that they are destroyed threads first, then the rank models, then the communicators and the
+  // group they use.
+  std::unique_ptr<LocalGroup> group_;                         // CPU ranks, or CUDA ranks sharing a device
+  std::vector<std::unique_ptr<DeviceCommunicator>> device_comms_;  // CUDA: one per rank
   std::vector<std::unique_ptr<Model>> ranks_;
   std::unique_ptr<RankThreads> threads_;
   std::vector<std::vector<float>> logits_;  // per rank: [n_outputs, its vocabulary slice]

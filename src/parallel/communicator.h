@@ -12,6 +12,8 @@
 
 #include "core/status.h"
 
+struct CUstream_st;
+
 namespace saker {
 
 class Communicator {
@@ -25,6 +27,16 @@ class Communicator {
   virtual Status all_gather(const float* send, int64_t n, float* recv) = 0;
   // Returns when every rank has called it.
   virtual Status barrier() = 0;
+};
+
+// A Communicator whose buffers are device memory of one GPU rank: its collectives are ordered on the rank's
+// stream, after what the rank's kernels enqueued there.
+class DeviceCommunicator : public Communicator {
+ public:
+  virtual void bind_stream(CUstream_st* stream) = 0;
+  // Whether a collective may be captured in a CUDA graph (NCCL's may; one staged through host memory waits for
+  // the stream and may not).
+  virtual bool capturable() const = 0;
 };
 
 }  // namespace saker

@@ -64,6 +64,39 @@ Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::create(const UniqueI
   return c;
 }
 
+Result<std::vector<std::unique_ptr<NcclCommunicator>>> NcclCommunicator::create_group(
+    const std::vector<int>& devices) {
+  const int n = static_cast<int>(devices.size());
+  if (n < 1) return make_error(StatusCode::kInvalidArgument, "NCCL group: no devices");
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i; ++j) {
+      if (devices[i] == devices[j]) {
+        return make_error(StatusCode::kInvalidArgument,
+                          "NCCL group: ranks {} and {} on the same GPU {} (NCCL runs one rank per GPU)", j, i,
+                          devices[i]);
+      }
+    }
+  }
+  disable_nvls();
+  std::vector<ncclComm_t> comms(static_cast<size_t>(n), nullptr);
+  SAKER_RETURN_IF_ERROR(nccl_error(ncclCommInitAll(comms.data(), n, devices.data()), "ncclCommInitAll"));
+  std::vector<std::unique_ptr<NcclCommunicator>> out;
+  for (int r = 0; r < n; ++r) {
+    std::unique_ptr<NcclCommunicator> c(new NcclCommunicator());
+    c->comm_ = comms[r];
+    c->rank_ = r;
+    c->size_ = n;
+    c->device_ = devices[r];
+    out.push_back(std::move(c));  // owns comms[r] from here on
+  }
+  for (int r = 0; r < n; ++r) {
+    SAKER_RETURN_IF_ERROR(cuda_error(cudaSetDevice(devices[r]), "cudaSetDevice"));
+    SAKER_RETURN_IF_ERROR(
+        cuda_error(cudaMalloc(reinterpret_cast<void**>(&out[r]->scratch_), sizeof(float)), "cudaMalloc"));
+  }
+  return out;
+}
+
 NcclCommunicator::~NcclCommunicator() {
   if (comm_) ncclCommDestroy(comm_);
   if (scratch_) cudaFree(scratch_);

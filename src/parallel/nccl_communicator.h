@@ -1,8 +1,8 @@
 #pragma once
 // NcclCommunicator: the Communicator of one GPU rank through NCCL (ncclAllReduce / ncclAllGather on the rank's
-// CUDA stream), for the tensor-parallel model on N GPUs of one host or, with the same code, on more ranks across
-// hosts. Built only with the CUDA backend when NCCL is found (target saker_parallel_nccl); not wired into a
-// model yet, and not run by the CPU test suite.
+// CUDA stream), for the tensor-parallel model on N GPUs of one host (create_group, as TensorParallelModel uses
+// it) or, with the same code, on more ranks across hosts (create with a shared unique id). Built only with the
+// CUDA backend when NCCL is found (target saker_parallel_nccl); not run by the CPU test suite.
 //
 // Target machines: NVLink SHARP / multicast (NVLS) stays off. create() sets NCCL_NVLS_ENABLE=0 in the
 // environment when it is unset (before NCCL reads it) and warns when it is set to anything else; launchers
@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "parallel/communicator.h"
 
@@ -22,14 +23,18 @@ struct CUstream_st;
 
 namespace saker {
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public DeviceCommunicator {
  public:
   // NCCL's unique id (ncclUniqueId, 128 bytes): rank 0 makes it, the launcher hands it to every rank.
   using UniqueId = std::array<char, 128>;
   static Result<UniqueId> make_unique_id();
-  // Joins the group of `size` ranks as `rank` on CUDA device `cuda_device`, enqueuing on `stream`.
+  // Joins the group of `size` ranks as `rank` on CUDA device `cuda_device`, enqueuing on `stream` (ranks in
+  // other processes or on other hosts; every rank calls it at once).
   static Result<std::unique_ptr<NcclCommunicator>> create(const UniqueId& id, int rank, int size, int cuda_device,
                                                           CUstream_st* stream);
+  // Every rank of a group in this process at once (ncclCommInitAll): rank r on devices[r], which must be
+  // distinct. Streams are bound afterwards (bind_stream), once each rank's backend has made its own.
+  static Result<std::vector<std::unique_ptr<NcclCommunicator>>> create_group(const std::vector<int>& devices);
   ~NcclCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -37,6 +42,8 @@ class NcclCommunicator final : public Communicator {
   Status all_reduce_sum(float* data, int64_t n) override;
   Status all_gather(const float* send, int64_t n, float* recv) override;
   Status barrier() override;
+  void bind_stream(CUstream_st* stream) override { stream_ = stream; }
+  bool capturable() const override { return true; }
 
  private:
   NcclCommunicator() = default;

@@ -11,6 +11,7 @@
 #include "formats/quant/codec.h"
 #include "ops/cuda/add.h"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_devices.h"
 #include "ops/cuda/gather_rows.h"
 #include "ops/cuda/norm_rope.h"
 #include "ops/cuda/qk_norm_rope_kv_write.h"
@@ -31,14 +32,29 @@ int64_t next_pow2(int64_t v) {
 
 }  // namespace
 
-Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const OpsOptions& options) {
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const OpsOptions& options, int device,
+                                                         DeviceCommunicator* communicator) {
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->options_ = options;
+  b->device_ = device;
+  b->communicator_ = communicator;
+  // A collective staged through the host waits for the stream: not in a graph.
+  if (communicator && !communicator->capturable()) b->options_.cuda_graphs = false;
+  const cuda::ScopedDevice on(device);
+  if (!on.ok()) return make_error(StatusCode::kInvalidArgument, "CUDA device {} cannot be used", device);
   SAKER_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking));
+  if (communicator) communicator->bind_stream(b->stream_);
   return b;
 }
 
+Status CudaBackend::all_reduce(const Act& x) {
+  if (!communicator_ || communicator_->size() == 1) return {};
+  if (!x.contiguous()) return make_error(StatusCode::kInvalidArgument, "cuda all_reduce: x rows must be contiguous");
+  return communicator_->all_reduce_sum(x.data, x.rows * x.cols);
+}
+
 CudaBackend::~CudaBackend() {
+  cudaSetDevice(device_);  // the members free their memory after this body, on the backend's device
   for (auto& [shape, exec] : graphs_) cudaGraphExecDestroy(exec);
   for (auto& m : matrices_) {
     for (cuda::DeviceMatrix& part : m->parts) cuda::free_matrix(&part);
@@ -47,6 +63,7 @@ CudaBackend::~CudaBackend() {
 }
 
 Result<const PreparedMatrix*> CudaBackend::prepare_matrix(std::span<const TensorView> parts, const std::string& name) {
+  const cuda::ScopedDevice on(device_);
   for (const TensorView& t : parts) {
     if (!cuda::matmul_supports(t.dtype)) {
       return make_error(StatusCode::kUnsupported, "the CUDA backend cannot multiply {} ({})", name,
@@ -82,6 +99,7 @@ Result<const PreparedMatrix*> CudaBackend::prepare_matrix(std::span<const Tensor
 }
 
 Result<const PreparedVector*> CudaBackend::prepare_vector(std::span<const TensorView> parts) {
+  const cuda::ScopedDevice on(device_);
   auto v = std::make_unique<Vector>();
   for (const TensorView& t : parts) v->n += t.n_elements();
   std::vector<float> host(v->n);  // [n] every part side by side
@@ -97,6 +115,7 @@ Result<const PreparedVector*> CudaBackend::prepare_vector(std::span<const Tensor
 }
 
 Status CudaBackend::reserve(std::span<const ActivationSpec> buffers, int64_t n_vocab, const AttentionSpec& attention) {
+  const cuda::ScopedDevice on(device_);
   geometry_ = attention;
   n_vocab_ = n_vocab;
   max_tokens_ = std::max<int64_t>(kGraphMaxTokens, options_.max_batch_tokens);
@@ -385,6 +404,7 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
 }
 
 Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
+  const cuda::ScopedDevice on(device_);
   const int64_t T = static_cast<int64_t>(r.tokens.size());
   if (T == 0) return {};
   std::lock_guard<std::mutex> lock(mutex_);

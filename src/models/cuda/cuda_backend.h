@@ -31,13 +31,24 @@
 #include "ops/backend.h"
 #include "ops/cuda/attention.h"
 #include "ops/cuda/matmul.h"
+#include "parallel/communicator.h"
 
 namespace saker {
 
 class CudaBackend final : public OpBackend {
  public:
-  static Result<std::unique_ptr<CudaBackend>> create(const OpsOptions& options);
+  // On CUDA device `device` (every call makes it the thread's current device for its duration). communicator:
+  // this rank's, when the backend is one rank of a tensor-parallel model (null: one rank); one that cannot be
+  // captured in a graph turns the graphs off.
+  static Result<std::unique_ptr<CudaBackend>> create(const OpsOptions& options, int device = 0,
+                                                     DeviceCommunicator* communicator = nullptr);
   ~CudaBackend() override;
+
+  int cuda_device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  int n_ranks() const override { return communicator_ ? communicator_->size() : 1; }
+  // The rows' partial sums of every rank, summed on the stream (in a captured graph too, with NCCL).
+  Status all_reduce(const Act& x) override;
 
   Device device() const override { return Device::kCuda; }
   DType kv_dtype() const override { return DType::kF16; }
@@ -155,6 +166,8 @@ class CudaBackend final : public OpBackend {
   Status take_outputs(const Chunk& chunk, int64_t first, int64_t n) const;
 
   OpsOptions options_;
+  int device_ = 0;
+  DeviceCommunicator* communicator_ = nullptr;
   DeviceMemory mem_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<cuda::MatmulContext> matmul_;

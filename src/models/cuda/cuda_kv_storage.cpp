@@ -1,6 +1,7 @@
 #include "models/cuda/cuda_kv_storage.h"
 
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_devices.h"
 
 namespace saker {
 namespace {
@@ -22,6 +23,7 @@ Result<std::unique_ptr<CudaKvStorage>> CudaKvStorage::create(const KvCacheConfig
   const uint64_t total = 2 * static_cast<uint64_t>(c.n_layer) * s->stride_;
   int dev = 0, pitch = 0;
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+  s->device_ = dev;
   SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, dev));
   s->max_pitch_ = static_cast<size_t>(pitch);
   SAKER_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s->stream_, cudaStreamNonBlocking));
@@ -51,6 +53,7 @@ Result<std::unique_ptr<CudaKvStorage>> CudaKvStorage::create(const KvCacheConfig
 }
 
 CudaKvStorage::~CudaKvStorage() {
+  const cuda::ScopedDevice on(device_);
   if (stream_) cudaStreamDestroy(stream_);
   if (base_) cudaFree(base_);
 }
@@ -73,6 +76,7 @@ Status CudaKvStorage::copy_slots(std::span<const int32_t> block_table, std::span
                                  std::span<const int32_t> to) {
   const KvCacheConfig& c = config_;
   SAKER_RETURN_IF_ERROR(check_copy_slots(c, block_table, from, to));
+  const cuda::ScopedDevice on(device_);
   const uint64_t row_bytes = kv_row_bytes(c);
   auto offset = [&](int32_t slot) -> uint64_t {
     const int32_t block = block_table[slot / c.block_size];
@@ -91,6 +95,7 @@ Status CudaKvStorage::copy_slots(std::span<const int32_t> block_table, std::span
 
 Status CudaKvStorage::read_page(int32_t page, void* host) const {
   SAKER_RETURN_IF_ERROR(check_page(config_, page, host, "read_page"));
+  const cuda::ScopedDevice on(device_);
   const uint64_t n = tensor_page_bytes();
   SAKER_RETURN_IF_ERROR(copy_tensors(host, n, static_cast<const uint8_t*>(base_) + page * n, stride_, n,
                                      cudaMemcpyDeviceToHost));
@@ -100,6 +105,7 @@ Status CudaKvStorage::read_page(int32_t page, void* host) const {
 
 Status CudaKvStorage::write_page(int32_t page, const void* host) {
   SAKER_RETURN_IF_ERROR(check_page(config_, page, host, "write_page"));
+  const cuda::ScopedDevice on(device_);
   const uint64_t n = tensor_page_bytes();
   SAKER_RETURN_IF_ERROR(copy_tensors(static_cast<uint8_t*>(base_) + page * n, stride_, host, n, n,
                                      cudaMemcpyHostToDevice));

@@ -13,7 +13,8 @@ namespace saker {
 
 class CudaKvStorage final : public KvStorage {
  public:
-  // On the current CUDA device; refuses any dtype but f16.
+  // On the current CUDA device (its calls later run there whatever device is current); refuses any dtype but
+  // f16.
   static Result<std::unique_ptr<CudaKvStorage>> create(const KvCacheConfig& config);
   ~CudaKvStorage() override;
   CudaKvStorage(const CudaKvStorage&) = delete;
@@ -38,6 +39,7 @@ class CudaKvStorage final : public KvStorage {
                       cudaMemcpyKind kind) const;
 
   KvCacheConfig config_;
+  int device_ = 0;
   void* base_ = nullptr;  // [2 n_layer] tensors (k0, v0, k1, ...) of stride_ bytes each
   uint64_t stride_ = 0;
   size_t max_pitch_ = 0;  // the device's largest 2D-copy pitch

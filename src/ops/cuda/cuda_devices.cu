@@ -22,4 +22,14 @@ std::vector<CudaDeviceInfo> list_devices(std::string* why) {
   return out;
 }
 
+ScopedDevice::ScopedDevice(int device) {
+  if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+  if (previous_ != device) ok_ = cudaSetDevice(device) == cudaSuccess;
+}
+
+ScopedDevice::~ScopedDevice() {
+  int now = -1;
+  if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+}
+
 }  // namespace saker::cuda
