@@ -15,6 +15,7 @@
 
 #include "cli/bench_ceilings.h"
 #include "cli/bench_engine.h"
+#include "cli/bench_prompts.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "engine/block_allocator.h"
@@ -44,6 +45,9 @@ struct BenchArgs {
   int64_t prefix_reuse = 0;  // > 0: the prefix cache's warm vs cold time to first token with a prefix this long
   std::string spec;          // "replay:L[,L...]": the engine test replays each level at these acceptances
   std::string replay_drafter = "random";  // random | none | a DFlash drafter folder: whose cost replay carries
+  std::string prompts;       // a prompts file: the real-prompt test (cli/bench_prompts.h) instead
+  SpeculationArgs speculation;  // its proposer (--drafter, --draft-tree, --draft-model, --spec ngram)
+  bool draft_max_given = false;
 };
 
 // A random DFlash drafter of z-lab's recipe for a Qwen3 target (5 layers of the target's layer shape).
@@ -164,8 +168,45 @@ OpsOptions bench_ops(const BenchArgs& a) {
 // The model on the asked device, with bench_ops.
 Result<LoadedModel> load_bench_model(const BenchArgs& a) { return load_model_on(a.model, bench_ops(a), a.device); }
 
+// The real-prompt test: the prompts plain and speculating at each concurrency (cli/bench_prompts.h).
+int run_prompts(const BenchArgs& a) {
+  PromptBenchArgs p;
+  p.prompts_file = a.prompts;
+  if (!a.engine.concurrency.empty()) p.concurrency = a.engine.concurrency;
+  p.gen_tokens = a.engine.gen_tokens;
+  p.reps = a.reps;
+  p.kv_block = a.engine.kv_block;
+  p.prefill_chunk = a.engine.prefill_chunk;
+  p.spec = a.speculation;
+  if (a.spec == "ngram") p.spec.spec = "ngram";
+  if (a.draft_max_given) p.spec.draft_max = a.engine.max_draft;
+  p.spec.always_speculate = a.engine.always_speculate;
+  if (Status st = check_speculation_flags(p.spec); !st.ok()) return fail(st.message());
+  auto loaded = load_bench_model(a);
+  if (!loaded.ok()) return fail(loaded.status().to_string());
+  OpsOptions ops = bench_ops(a);
+  ops.device = loaded->model->device();
+  fmt::print(stderr, "bench: {} on {} | {}\n", a.model, device_name(loaded->model->device()),
+             loaded->model->hparams().summary());
+  auto rows = run_prompt_bench(*loaded, ops, p);
+  if (!rows.ok()) return fail(rows.status().to_string());
+  if (!a.json.empty()) {
+    const nlohmann::json j = {{"model", a.model}, {"device", device_name(loaded->model->device())},
+                              {"geometry", loaded->model->hparams().summary()}, {"reps", a.reps},
+                              {"prompts_file", std::filesystem::path(a.prompts).filename().string()},
+                              {"prompts", *rows}};
+    std::ofstream f(a.json);
+    f << j.dump(2) << "\n";
+    if (!f) return fail(fmt::format("cannot write {}", a.json));
+  }
+  return 0;
+}
+
 int run(const BenchArgs& a) {
   if (a.reps < 1) return fail("--reps must be >= 1");
+  if (!a.prompts.empty()) return run_prompts(a);
+  if (a.speculation.any()) return fail("--drafter, --draft-tree and --draft-model need --prompts FILE");
+  if (a.spec == "ngram") return fail("--spec ngram needs --prompts FILE (the synthetic tests take --spec replay:L)");
   if (!a.spec.empty()) {
     auto replay = parse_replay(a.spec);
     if (!replay.ok()) return fail(replay.status().message());
@@ -388,7 +429,7 @@ Command make_bench_command() {
                       "drafting the target's own greedy continuation, corrupted so that a verify step commits L "
                       "tokens on average (the machinery's cost at that acceptance; drafts cost nothing); reports "
                       "decode tok/s against plain decoding and whether the tokens are the same (default "
-                      "concurrency 1)");
+                      "concurrency 1); with --prompts, 'ngram' speculates with prompt lookup");
         s->add_flag("--always-speculate", a->engine.always_speculate,
                     "With --spec replay: draft in every step (by default the measured step times decide, as in run "
                     "and serve)");
@@ -397,9 +438,24 @@ Command make_bench_command() {
                       "'random' (a random DFlash drafter of real size: 5 layers of the target's shape, block "
                       "--draft-max + 1), a DFlash drafter folder, or 'none' (drafts cost nothing)")
             ->capture_default_str();
-        s->add_option("--draft-max", a->engine.max_draft, "With --spec replay: drafts per verify step (block - 1)")
+        s->add_option("--draft-max", a->engine.max_draft,
+                      "With --spec replay: drafts per verify step (block - 1); with --prompts and --spec ngram or "
+                      "--draft-model: most tokens drafted per step (default 8)")
             ->check(CLI::Range(1, 63))
+            ->capture_default_str()
+            ->each([a](const std::string&) { a->draft_max_given = true; });
+        s->add_option("--prompts", a->prompts,
+                      "Real prompts instead of random ones: a JSON list of strings or {\"ids\": [...]} / {\"text\": "
+                      "...} objects, each generating --gen-tokens greedy tokens at each --concurrency (default 1), "
+                      "plain and, with --drafter / --draft-model / --spec ngram, speculating: tok/s, tok/s per "
+                      "stream, tokens per verify step, and whether the tokens equal plain decoding's");
+        s->add_option("--drafter", a->speculation.drafter,
+                      "With --prompts: a DFlash drafter folder to speculate with (runs on the model's device)");
+        s->add_option("--draft-tree", a->speculation.draft_tree,
+                      "With --prompts and --drafter: verify trees of up to N nodes (0: the chain)")
             ->capture_default_str();
+        s->add_option("--draft-model", a->speculation.draft_model,
+                      "With --prompts: a smaller model of the same tokenizer to speculate with");
       },
       [sub] { return *sub && (*sub)->parsed(); },
       [a] { return run(*a); },

@@ -53,6 +53,16 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
 }
 
 Status check_speculation_args(const SpeculationArgs& a, const std::string& device) {
+  SAKER_RETURN_IF_ERROR(check_speculation_flags(a));
+  if (!a.drafter.empty() && device == "cuda") {
+    return make_error(StatusCode::kUnsupported,
+                      "--drafter runs on the CPU backend only for now (its forward runs on the CUDA backend but has "
+                      "not been checked on a GPU yet): use --device cpu, or --spec ngram / --draft-model on the GPU");
+  }
+  return {};
+}
+
+Status check_speculation_flags(const SpeculationArgs& a) {
   if (a.draft_tree > 0 && a.drafter.empty()) return make_error(StatusCode::kInvalidArgument, "--draft-tree needs --drafter");
   if (!a.drafter.empty() && !a.draft_model.empty()) {
     return make_error(StatusCode::kInvalidArgument, "give one of --drafter and --draft-model, not both");
@@ -66,11 +76,6 @@ Status check_speculation_args(const SpeculationArgs& a, const std::string& devic
   if (a.ngram_max < a.ngram_min) {
     return make_error(StatusCode::kInvalidArgument, "--ngram-max ({}) must be >= --ngram-min ({})", a.ngram_max,
                       a.ngram_min);
-  }
-  if (!a.drafter.empty() && device == "cuda") {
-    return make_error(StatusCode::kUnsupported,
-                      "--drafter runs on the CPU backend only for now (its forward runs on the CUDA backend but has "
-                      "not been checked on a GPU yet): use --device cpu, or --spec ngram / --draft-model on the GPU");
   }
   return {};
 }

@@ -44,6 +44,8 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
 // and a draft model at once, an unknown --spec, and a DFlash drafter on the CUDA backend (its forward runs
 // on the CPU only so far).
 Status check_speculation_args(const SpeculationArgs& a, const std::string& device);
+// The flag combinations alone (saker bench runs the drafter on the GPU too, to measure it).
+Status check_speculation_flags(const SpeculationArgs& a);
 
 // The device to load the target on: the CPU when a DFlash drafter is asked for (see above), else `device`.
 std::string speculation_device(const SpeculationArgs& a, const std::string& device);

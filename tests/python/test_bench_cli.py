@@ -109,3 +109,38 @@ def test_run_refuses_unknown_device(saker, tmp_path):
     model = synth_tiny(saker, tmp_path)
     bad = saker("run", "-m", model, "-p", "hi", "-n", "2", "--device", "gpu9", check=False)
     assert bad.returncode != 0 and "unknown device" in bad.stderr.decode()
+
+
+def test_bench_prompts_plain_and_speculating(saker, tmp_path):
+    """--prompts FILE: real prompts plain and then speculating (here saker-mini's DFlash drafter, then n-gram
+    lookup), with the JSON's figures and every request's tokens equal to plain decoding's."""
+    import pathlib
+    mini = pathlib.Path(__file__).resolve().parents[2] / "models" / "saker-mini"
+    held = json.loads((mini / "heldout_prompts.json").read_text())
+    prompts = tmp_path / "prompts.json"
+    # ids as given, text through the model's tokenizer
+    prompts.write_text(json.dumps([{"ids": held[0]["ids"]}, {"ids": held[1]["ids"]}, held[2]["text"],
+                                   {"text": held[3]["text"]}]))
+    for flags in (["--drafter", str(mini / "drafter"), "--draft-tree", "8"], ["--spec", "ngram", "--draft-max", "4"]):
+        out = tmp_path / "prompts-bench.json"
+        proc = saker("bench", "-m", mini / "saker-mini-q8_0.gguf", "--device", "cpu", "--prompts", prompts,
+                     "--gen-tokens", "24", "--concurrency", "1,2", "-r", "1", "--always-speculate", *flags,
+                     "--json", out, timeout=300)
+        table = proc.stdout.decode()
+        assert "| 2 | none | 4 x 24 |" in table, table
+        rows = json.loads(out.read_text())["prompts"]
+        assert [r["concurrency"] for r in rows] == [1, 2]
+        for r in rows:
+            assert r["plain"]["tokens_per_s"] > 0 and r["plain"]["stream_tokens_per_s"] > 0
+            s = r["speculative"]
+            assert s["same_tokens_as_plain"] == 4, s
+            assert s["verify_steps"] > 0 and s["tokens_per_verify_step"] >= 1.0, s
+        if flags[0] == "--drafter":
+            assert rows[0]["speculative"]["tokens_per_verify_step"] > 1.5, rows[0]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    proc = saker("bench", "-m", mini / "saker-mini-q8_0.gguf", "--device", "cpu", "--prompts", bad, check=False)
+    assert proc.returncode != 0 and "expected a JSON list" in proc.stderr.decode()
+    proc = saker("bench", "-m", mini / "saker-mini-q8_0.gguf", "--device", "cpu", "--drafter", mini / "drafter",
+                 check=False)
+    assert proc.returncode != 0 and "need --prompts" in proc.stderr.decode()
