@@ -210,11 +210,9 @@ Result<ProposerFactory> replay_factory(Model& model, const EngineBenchArgs& a, c
                          spec::DFlashDrafter::create(a.replay_drafter, eo.n_ctx + a.replay_drafter->config.block_size,
                                                      a.drafter_ops, eo.max_seqs));
   *drafter = std::move(d);
-  return ProposerFactory([replay, shared = *drafter]() -> Result<std::unique_ptr<Proposer>> {
-    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> lead, replay());
-    SAKER_ASSIGN_OR_RETURN(auto shadow, spec::DFlashProposer::create(shared, 0));
-    SAKER_ASSIGN_OR_RETURN(auto p, spec::ShadowedProposer::create(std::move(lead), std::move(shadow)));
-    return std::unique_ptr<Proposer>(std::move(p));
+  return spec::ShadowedProposer::factory(replay, [shared = *drafter]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(auto slot, spec::DFlashProposer::create(shared, 0));
+    return std::unique_ptr<Proposer>(std::move(slot));
   });
 }
 

@@ -111,13 +111,24 @@ Status DraftModelBatch::run() {
   return st;
 }
 
+void DraftModelBatch::start_round() {
+  batch_.clear();
+  tokens_.clear();
+  output_rows_.clear();
+  output_slot_.clear();
+}
+
+Result<bool> DraftModelBatch::finish_round() {
+  if (batch_.n_tokens() == 0) return false;
+  SAKER_RETURN_IF_ERROR(forward());
+  for (size_t j = 0; j < output_slot_.size(); ++j) slots_[output_slot_[j]].drafts.push_back(ids_[j]);
+  return true;
+}
+
 Status DraftModelBatch::run_rounds() {
   // Catch-up: each asking slot's new tokens in chunks; a slot's last chunk gives its first draft.
-  for (;;) {
-    batch_.clear();
-    tokens_.clear();
-    output_rows_.clear();
-    output_slot_.clear();
+  for (bool more = true; more;) {
+    start_round();
     for (int32_t i = 0; i < static_cast<int32_t>(slots_.size()); ++i) {
       Slot& s = slots_[i];
       const int64_t len = static_cast<int64_t>(s.tokens.size());
@@ -131,30 +142,22 @@ Status DraftModelBatch::run_rounds() {
       }
       s.fed = e;
     }
-    if (batch_.n_tokens() == 0) break;
-    SAKER_RETURN_IF_ERROR(forward());
-    for (size_t j = 0; j < output_slot_.size(); ++j) slots_[output_slot_[j]].drafts.push_back(ids_[j]);
+    SAKER_ASSIGN_OR_RETURN(more, finish_round());
   }
   // Then one row per slot per drafted token: the previous draft fed at the next position.
-  for (;;) {
-    batch_.clear();
-    tokens_.clear();
-    output_rows_.clear();
-    output_slot_.clear();
+  for (bool more = true; more;) {
+    start_round();
     for (int32_t i = 0; i < static_cast<int32_t>(slots_.size()); ++i) {
       Slot& s = slots_[i];
       const int64_t have = static_cast<int64_t>(s.drafts.size());
       if (s.want <= have || have == 0) continue;
       s.tokens.push_back(s.drafts.back());
-      const int64_t at = batch_.add(s.block_table, s.fed, 1, AttentionMask::kCausal);
+      output_rows_.push_back(static_cast<int32_t>(batch_.add(s.block_table, s.fed, 1, AttentionMask::kCausal)));
       tokens_.push_back(s.drafts.back());
-      output_rows_.push_back(static_cast<int32_t>(at));
       output_slot_.push_back(i);
       ++s.fed;
     }
-    if (batch_.n_tokens() == 0) break;
-    SAKER_RETURN_IF_ERROR(forward());
-    for (size_t j = 0; j < output_slot_.size(); ++j) slots_[output_slot_[j]].drafts.push_back(ids_[j]);
+    SAKER_ASSIGN_OR_RETURN(more, finish_round());
   }
   return {};
 }

@@ -61,6 +61,10 @@ class DraftModelBatch : public DraftBatch {
   Status run_rounds();
   // One forward over `batch_` with tokens_, argmax ids of output_rows_ into ids_.
   Status forward();
+  // A round: start_round() clears the batch, the caller adds rows, finish_round() runs the forward and gives
+  // each output row's slot its next draft (false: the round had no rows, drafting is over).
+  void start_round();
+  Result<bool> finish_round();
 
   Model& draft_;
   int64_t n_ctx_;

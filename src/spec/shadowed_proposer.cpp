@@ -13,6 +13,15 @@ Result<std::unique_ptr<ShadowedProposer>> ShadowedProposer::create(std::unique_p
   return std::unique_ptr<ShadowedProposer>(new ShadowedProposer(std::move(lead), std::move(shadow)));
 }
 
+ProposerFactory ShadowedProposer::factory(ProposerFactory lead, ProposerFactory shadow) {
+  return [lead = std::move(lead), shadow = std::move(shadow)]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> l, lead());
+    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> s, shadow());
+    SAKER_ASSIGN_OR_RETURN(auto p, create(std::move(l), std::move(s)));
+    return std::unique_ptr<Proposer>(std::move(p));
+  };
+}
+
 void ShadowedProposer::reset() {
   lead_->reset();
   shadow_->reset();

@@ -16,6 +16,8 @@ class ShadowedProposer : public Proposer {
   // Refuses a null lead or shadow, and a lead that reads hidden states (the taps are the shadow's).
   static Result<std::unique_ptr<ShadowedProposer>> create(std::unique_ptr<Proposer> lead,
                                                           std::unique_ptr<Proposer> shadow);
+  // The engine's factory: each sequence's lead and shadow from their own factories.
+  static ProposerFactory factory(ProposerFactory lead, ProposerFactory shadow);
 
   std::span<const int32_t> tap_layers() const override { return shadow_->tap_layers(); }
   void reset() override;

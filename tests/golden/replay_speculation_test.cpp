@@ -129,13 +129,11 @@ TEST(ReplaySpeculation, AShadowDrafterCostsTimeAndChangesNothing) {
   auto made = spec::DFlashDrafter::create(*random, eo.n_ctx + c.block_size, OpsOptions{}, eo.max_seqs);
   ASSERT_TRUE(made.ok()) << made.status().to_string();
   std::shared_ptr<spec::DFlashDrafter> drafter = std::move(made).value();
-  ProposerFactory replay = eo.proposer;
-  eo.proposer = [replay, drafter]() -> Result<std::unique_ptr<Proposer>> {
-    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> lead, replay());
-    SAKER_ASSIGN_OR_RETURN(auto shadow, spec::DFlashProposer::create(drafter, 0));
-    SAKER_ASSIGN_OR_RETURN(auto p, spec::ShadowedProposer::create(std::move(lead), std::move(shadow)));
-    return std::unique_ptr<Proposer>(std::move(p));
-  };
+  const ProposerFactory replay = eo.proposer;
+  eo.proposer = spec::ShadowedProposer::factory(replay, [drafter]() -> Result<std::unique_ptr<Proposer>> {
+    SAKER_ASSIGN_OR_RETURN(auto slot, spec::DFlashProposer::create(drafter, 0));
+    return std::unique_ptr<Proposer>(std::move(slot));
+  });
   auto engine = make_engine(*rp.model, eo);
   ASSERT_TRUE(engine);
   const auto got = run_batched(*engine, rp.prompts, rp.opts);

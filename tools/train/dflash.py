@@ -342,6 +342,24 @@ def train(drafter, target, data, *, prompt_len, batch, anchors, budget_s, peak_l
                 curve=curve)
 
 
+def train_new(dcfg, target, data, *, seed, prompt_len, new_tokens, temperatures, batch, anchors, budget_s, peak_lr,
+              gamma, amp_dtype, max_steps, log_every, folder, log=print):
+    """A new drafter of config dcfg (seeded), trained on `data`, saved to `folder` in bf16 and read back as the
+    float32 model that will be measured: what was saved. Returns (drafter, training stats)."""
+    dev = data.device
+    torch.manual_seed(seed + 23)
+    drafter = DFlashDrafter(dcfg).to(dev)
+    n_params = sum(p.numel() for p in drafter.parameters())
+    log(f"drafter: {dcfg['num_hidden_layers']} layers, taps {dcfg['dflash_config']['target_layer_ids']}, block "
+        f"{dcfg['block_size']}, {n_params / 1e6:.2f}M parameters")
+    stats = train(drafter, target, data, prompt_len=prompt_len, batch=batch, anchors=anchors, budget_s=budget_s,
+                  peak_lr=peak_lr, gamma=gamma, seed=seed + 31, amp_dtype=amp_dtype, max_steps=max_steps,
+                  log_every=log_every, log=log)
+    stats.update(params=n_params, generated_tokens=int(data.shape[0] * new_tokens), temperatures=temperatures)
+    save(drafter, folder)
+    return load(folder, dev), stats
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Measurement: block draft + greedy verify, as a speculative decoder runs it.
 

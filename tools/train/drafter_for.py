@@ -258,25 +258,20 @@ def main(argv=None):
         raise SystemExit(f"tapped layers {taps}: must lie in 0..{n_layers - 2} (the last layer's HF hidden state "
                          "is taken after the final norm)")
     dcfg = dflash.make_config(cfg, a.draft_layers, a.block, mask_id, taps)
-    torch.manual_seed(a.seed + 23)
-    drafter = dflash.DFlashDrafter(dcfg).to(device)
-    d_params = sum(p.numel() for p in drafter.parameters())
-    log(f"drafter: {a.draft_layers} layers, taps {taps}, block {a.block}, {d_params / 1e6:.2f}M parameters")
     t = time.time()
     accept_reserve = 15 if a.smoke else 60
     train_budget = max(5.0, deadline - time.time() - accept_reserve)
-    dstats = dflash.train(drafter, model, ddata, prompt_len=a.gen_prompt, batch=a.draft_batch,
-                          anchors=a.draft_anchors, budget_s=train_budget, peak_lr=a.draft_lr, gamma=a.draft_gamma,
-                          seed=a.seed + 31, amp_dtype=amp, max_steps=a.draft_steps,
-                          log_every=10 if a.smoke else 100, log=log)
+    drafter, dstats = dflash.train_new(dcfg, model, ddata, seed=a.seed, prompt_len=a.gen_prompt,
+                                       new_tokens=a.gen_new, temperatures=temps, batch=a.draft_batch,
+                                       anchors=a.draft_anchors, budget_s=train_budget, peak_lr=a.draft_lr,
+                                       gamma=a.draft_gamma, amp_dtype=amp, max_steps=a.draft_steps,
+                                       log_every=10 if a.smoke else 100, folder=os.path.join(a.out, "drafter"),
+                                       log=log)
     times["drafter_train_s"] = round(time.time() - t, 1)
-    dstats.update(params=d_params, generated_tokens=int(ddata.shape[0] * a.gen_new), temperatures=temps)
     metrics["drafter_config"] = dcfg
     metrics["drafter_train"] = dstats
-    dflash.save(drafter, os.path.join(a.out, "drafter"))
 
     # 5. acceptance of what was saved (bf16 weights read back), code then prose
-    drafter = dflash.load(os.path.join(a.out, "drafter"), device)
     t = time.time()
     metrics["acceptance"] = {}
     for name, prompts in (("code", code), ("prose", prose)):
