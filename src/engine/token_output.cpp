@@ -1,6 +1,6 @@
 #include "engine/token_output.h"
 
-#include "sample/logprobs.h"
+#include "core/logits.h"
 
 namespace saker {
 namespace {

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 
+#include "core/logits.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "ops/attention_batch.h"
@@ -82,7 +83,14 @@ struct StepRequest {
   // t (a drafter's context: the target's tapped hidden states); null: none.
   const float* input = nullptr;
   int64_t input_stride = 0;
+  // Top-k outputs: each output row's top_k ids (highest first, the lowest id among equals; NaN never chosen)
+  // and their log-probabilities (logit - log_sum_exp of the row, core/logits.h), [n_outputs, top_k] host each;
+  // top_k 0: none. A drafter's tree needs only these, not [n_outputs, n_vocab] logits.
+  int32_t top_k = 0;  // at most kMaxTopK (core/logits.h)
+  int32_t* top_ids = nullptr;
+  float* top_logprobs = nullptr;
 };
+
 
 // A forward written once: body() runs embedding and layers over the backend's current step (step_tokens()
 // rows); head(first, n) runs the output head for output rows [first, first + n) of the step. The backend
@@ -91,6 +99,17 @@ struct StepProgram {
   std::function<Status()> body;
   std::function<Status(int64_t first, int64_t n)> head;
 };
+
+// The top-k outputs' check, the same on every backend: k within [0, kMaxTopK] and the vocabulary, somewhere to
+// write them.
+inline Status check_top_k(const StepRequest& r) {
+  if (r.top_k == 0) return {};
+  if (r.top_k < 0 || r.top_k > kMaxTopK || r.top_k > r.n_vocab || !r.top_ids || !r.top_logprobs) {
+    return make_error(StatusCode::kInvalidArgument, "forward: top-{} outputs asked (1..{}, with both buffers)",
+                      r.top_k, kMaxTopK);
+  }
+  return {};
+}
 
 // load_input's check, the same on every backend: the step has host input rows (has_input), one for each of
 // its n_tokens, each at least out.cols floats wide.
@@ -164,7 +183,7 @@ class OpBackend {
   // backend without a communicator is one rank and all_reduce does nothing.
   virtual int n_ranks() const { return 1; }
   virtual Status all_reduce(const Act&) { return {}; }
-  // The head's last op: argmax ids of logits(first, n) (when asked) and the copies out.
+  // The head's last op: argmax ids or top-k outputs of logits(first, n) (when asked) and the copies out.
   virtual Status emit_outputs(const Act& logits, int64_t first) = 0;
   // Hidden-state taps: x [T, n] rows to host out + t * out_stride, out inside a row of the request's taps_out
   // and out_stride its taps_stride; the rows are there when run_step returns.

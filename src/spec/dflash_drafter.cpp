@@ -7,7 +7,6 @@
 
 #include "engine/sequence_batch.h"
 #include "models/registry.h"
-#include "sample/logprobs.h"
 
 namespace saker::spec {
 
@@ -218,7 +217,9 @@ Status DFlashDrafter::request(int32_t slot, int32_t pending, int32_t top_k) {
   if (pending < 0 || pending >= c.n_vocab) {
     return make_error(StatusCode::kInvalidArgument, "drafter: pending token {} outside the vocabulary", pending);
   }
-  if (top_k < 0) return make_error(StatusCode::kInvalidArgument, "drafter: top-{} asked for", top_k);
+  if (top_k < 0 || top_k > kMaxTopK || top_k > c.n_vocab) {
+    return make_error(StatusCode::kInvalidArgument, "drafter: top-{} asked for (at most {})", top_k, kMaxTopK);
+  }
   Slot& s = slots_[slot];
   s.pending = pending;
   s.top_k = top_k;
@@ -314,9 +315,14 @@ Status DFlashDrafter::run_block_group(std::span<const int32_t> group) {
     s.pending = -1;
   }
   const int64_t n_out = static_cast<int64_t>(output_rows_.size());
-  // Logits only where some slot wants its top tokens; otherwise the backend's argmax ids.
-  logits_.resize(any_top ? static_cast<size_t>(n_out * V) : 0);
-  ids_.resize(any_top ? 0 : static_cast<size_t>(n_out));
+  // Every row's top tokens where some slot wants them (the backend picks them: k ids and log-probabilities a row
+  // cross from the GPU, not the vocabulary's logits; a chain slot beside them takes the first); otherwise the
+  // backend's argmax ids.
+  int32_t k = 0;
+  for (int32_t i : group) k = std::max(k, slots_[i].top_k);
+  top_ids_.resize(static_cast<size_t>(n_out * k));
+  top_logprobs_.resize(static_cast<size_t>(n_out * k));
+  ids_.resize(k > 0 ? 0 : static_cast<size_t>(n_out));
   const AttentionBatch attn = batch_.attn();
   StepRequest r;
   r.tokens = tokens_;
@@ -324,8 +330,10 @@ Status DFlashDrafter::run_block_group(std::span<const int32_t> group) {
   r.output_rows = output_rows_;
   r.kv = kv_->layers();
   r.n_vocab = V;
-  r.logits = any_top ? logits_.data() : nullptr;
-  r.argmax = any_top ? nullptr : ids_.data();
+  r.argmax = k > 0 ? nullptr : ids_.data();
+  r.top_k = k;
+  r.top_ids = k > 0 ? top_ids_.data() : nullptr;
+  r.top_logprobs = k > 0 ? top_logprobs_.data() : nullptr;
   StepProgram program;
   program.body = [&] { return block_body(); };
   program.head = [&](int64_t first, int64_t n) { return block_head(first, n); };
@@ -335,20 +343,20 @@ Status DFlashDrafter::run_block_group(std::span<const int32_t> group) {
   for (size_t j = 0; j < group.size(); ++j) {
     Slot& s = slots_[group[j]];
     const int64_t first = static_cast<int64_t>(j) * (B - 1);
-    if (!any_top) {
+    if (k == 0) {
       s.ids.assign(ids_.begin() + first, ids_.begin() + first + (B - 1));
       continue;
     }
     for (int64_t i = 0; i < B - 1; ++i) {
-      const std::span<const float> row(logits_.data() + (first + i) * V, V);
-      if (s.top_k == 0) {  // argmax as the backend picks it: the lowest id among equals
-        s.ids.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+      const int32_t* row_ids = top_ids_.data() + (first + i) * k;
+      const float* row_lp = top_logprobs_.data() + (first + i) * k;
+      if (s.top_k == 0) {  // the argmax: the first of the top tokens (the lowest id among equals)
+        s.ids.push_back(row_ids[0]);
         continue;
       }
-      const float log_z = log_sum_exp(row);
       TopTokens t;
-      t.ids = top_ids(row, s.top_k);
-      for (int32_t id : t.ids) t.logprobs.push_back(row[id] - log_z);
+      t.ids.assign(row_ids, row_ids + s.top_k);
+      t.logprobs.assign(row_lp, row_lp + s.top_k);
       s.top.push_back(std::move(t));
     }
   }

@@ -146,7 +146,8 @@ class DFlashDrafter : public DraftBatch {
   SequencesBatch batch_;
   std::vector<int32_t> tokens_, output_rows_, ids_;
   std::vector<int32_t> seq_slot_;  // [n_seqs] the drafter slot of each sequence of the forward
-  std::vector<float> input_, logits_;
+  std::vector<float> input_, top_logprobs_;
+  std::vector<int32_t> top_ids_;
   Stats stats_;
   const PreparedMatrix *token_embd_ = nullptr, *output_ = nullptr, *fc_ = nullptr;
   const PreparedVector *hidden_norm_ = nullptr, *norm_ = nullptr;

@@ -7,9 +7,9 @@
 namespace saker::spec {
 namespace {
 
-// A tree is built from the top tokens of each depth: more than 16 per depth never made a node of a budget
-// that fits a verify step.
-constexpr int32_t kMaxTopPerDepth = 16;
+// A tree is built from the top tokens of each depth: more than kMaxTopK (16) per depth never made a node of a
+// budget that fits a verify step.
+constexpr int32_t kMaxTopPerDepth = kMaxTopK;
 
 Status check_tree_budget(int32_t tree_budget) {
   if (tree_budget < 0) return make_error(StatusCode::kInvalidArgument, "draft tree budget must be >= 0");

@@ -160,7 +160,7 @@ Result<GenerateResult> SpeculativeGenerator::generate(std::span<const int32_t> p
     const int64_t max_depth = std::min<int64_t>(block - 1, n_ctx_ - s - 1);
     tree = DraftTree{};
     if (tree_budget_ > 0) {
-      SAKER_RETURN_IF_ERROR(drafter_->propose_top(kSlot, pending, std::min(tree_budget_, 16), &top));
+      SAKER_RETURN_IF_ERROR(drafter_->propose_top(kSlot, pending, std::min(tree_budget_, kMaxTopK), &top));
       depths.clear();
       for (int64_t d = 0; d < max_depth; ++d) depths.push_back({top[d].ids, top[d].logprobs});
       tree = build_draft_tree(depths, tree_budget_);

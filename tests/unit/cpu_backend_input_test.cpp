@@ -1,12 +1,13 @@
-// The two ops the DFlash drafter's context step added to the op surface, on the CPU backend: load_input
-// copies the request's host rows, and qk_norm_rope_kv_write with no query heads (k|v rows only) writes the
-// same K/V pages, bit for bit, as the full q|k|v rows do.
+// What the DFlash drafter added to the op surface, on the CPU backend: load_input copies the request's host
+// rows; qk_norm_rope_kv_write with no query heads (k|v rows only) writes the same K/V pages, bit for bit, as
+// the full q|k|v rows do; and the head's top-k outputs are each row's top ids and log-probabilities.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "core/logits.h"
 #include "engine/sequence_batch.h"
 #include "models/kv_cache.h"
 #include "ops/cpu/cpu_backend.h"
@@ -106,6 +107,55 @@ TEST(CpuBackendInput, KvOnlyRowsWriteTheSamePagesAsFullRows) {
   const std::vector<uint8_t> full = pages(kHeads), kv_only = pages(0);
   ASSERT_EQ(full.size(), kv_only.size());
   EXPECT_EQ(0, std::memcmp(full.data(), kv_only.data(), full.size()));
+}
+
+// The head's top-k outputs (what a drafter's tree asks for instead of logits): the ids of core/logits.h's
+// top_ids and logit - log_sum_exp, for every output row; out-of-range k is refused.
+TEST(CpuBackendInput, TopKOutputsAreTheRowsTopIdsAndLogProbabilities) {
+  CpuBackend b{CpuBackendOptions{}};
+  constexpr int64_t kT = 3, kVocab = 40;
+  constexpr int32_t kK = 5;
+  AttentionSpec attn;
+  attn.n_head = attn.n_head_kv = 1;
+  attn.head_dim = 8;
+  ASSERT_TRUE(b.reserve({}, kVocab, attn).ok());
+  auto kv = KvCache::create(kv_cache_config(1, 1, 8, 16, DType::kF32));
+  ASSERT_TRUE(kv.ok());
+  const std::vector<int32_t> table = {0}, tokens(kT, 0), rows = {0, 2};
+  const SequenceBatch batch(table, 0, kT, AttentionMask::kCausal);
+  std::vector<float> logits = random_floats(rows.size() * kVocab, 4);
+  logits[7] = logits[3] = 9.0f;  // a tie at the top of row 0: id 3 first
+  std::vector<int32_t> ids(rows.size() * kK, -1);
+  std::vector<float> lp(rows.size() * kK, 0.0f);
+  StepRequest r;
+  r.tokens = tokens;
+  r.attn = &batch.attn;
+  r.output_rows = rows;
+  r.kv = (*kv)->layers();
+  r.n_vocab = kVocab;
+  r.top_k = kK;
+  r.top_ids = ids.data();
+  r.top_logprobs = lp.data();
+  StepProgram p;
+  p.body = [] { return Status{}; };
+  p.head = [&](int64_t first, int64_t n) {
+    const Act out = b.logits(first, n);
+    std::copy_n(logits.data() + first * kVocab, n * kVocab, out.data);
+    return b.emit_outputs(out, first);
+  };
+  ASSERT_TRUE(b.run_step(r, p).ok());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::span<const float> row(logits.data() + i * kVocab, kVocab);
+    const std::vector<int32_t> want = top_ids(row, kK);
+    for (int32_t j = 0; j < kK; ++j) {
+      EXPECT_EQ(ids[i * kK + j], want[j]) << "row " << i << " rank " << j;
+      EXPECT_EQ(lp[i * kK + j], row[want[j]] - log_sum_exp(row)) << "row " << i << " rank " << j;
+    }
+  }
+  EXPECT_EQ(ids[0], 3);
+  EXPECT_EQ(ids[1], 7);
+  r.top_k = kMaxTopK + 1;
+  EXPECT_FALSE(b.run_step(r, p).ok());
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "sample/logprobs.h"
+#include "core/logits.h"
 
 namespace saker {
 namespace {

@@ -16,6 +16,7 @@
 #include "ops/cuda/norm_rope.h"
 #include "ops/cuda/qk_norm_rope_kv_write.h"
 #include "ops/cuda/soft_cap.h"
+#include "ops/cuda/top_k.h"
 
 namespace saker {
 namespace {
@@ -133,6 +134,12 @@ Status CudaBackend::reserve(std::span<const ActivationSpec> buffers, int64_t n_v
   SAKER_ASSIGN_OR_RETURN(argmax_dev_, mem_.alloc_array<int32_t>(head_rows_, "argmax ids"));
   SAKER_ASSIGN_OR_RETURN(void* ah, mem_.alloc_host(head_rows_ * sizeof(int32_t), "argmax ids"));
   argmax_host_ = static_cast<int32_t*>(ah);
+  SAKER_ASSIGN_OR_RETURN(top_ids_dev_, mem_.alloc_array<int32_t>(head_rows_ * kMaxTopK, "top-k ids"));
+  SAKER_ASSIGN_OR_RETURN(top_lp_dev_, mem_.alloc_array<float>(head_rows_ * kMaxTopK, "top-k log-probabilities"));
+  SAKER_ASSIGN_OR_RETURN(void* ti, mem_.alloc_host(head_rows_ * kMaxTopK * sizeof(int32_t), "top-k ids"));
+  top_ids_host_ = static_cast<int32_t*>(ti);
+  SAKER_ASSIGN_OR_RETURN(void* tl, mem_.alloc_host(head_rows_ * kMaxTopK * sizeof(float), "top-k log-probabilities"));
+  top_lp_host_ = static_cast<float*>(tl);
   SAKER_ASSIGN_OR_RETURN(matmul_, cuda::MatmulContext::create(max_tokens_, max_n_in_, max_n_out_));
   SAKER_LOG_INFO("CUDA decoder: {:.2f} GiB of weights and buffers on the GPU, batches of up to {} tokens, "
                  "{} logits rows per head pass",
@@ -275,6 +282,10 @@ Status CudaBackend::take_outputs(const Chunk& c, int64_t first, int64_t n) const
       c.argmax[first + i] = argmax_host_[i];
     }
   }
+  if (c.top_k > 0 && n > 0) {
+    std::memcpy(c.top_ids + first * c.top_k, top_ids_host_, n * c.top_k * sizeof(int32_t));
+    std::memcpy(c.top_logprobs + first * c.top_k, top_lp_host_, n * c.top_k * sizeof(float));
+  }
   return {};
 }
 
@@ -286,6 +297,7 @@ Status CudaBackend::enqueue_step(const StepShape& s, const cuda::PackedAttention
   cur_.n_tokens = s.n_tokens;
   cur_.want_logits = s.want_logits;
   cur_.want_argmax = s.want_argmax;
+  cur_.top_k = s.top_k;
   cur_.tokens = in_dev_;
   cur_.rows = in_dev_ + s.n_tokens;
   cur_.input = s.input_stride > 0 ? input_dev_ : nullptr;
@@ -337,6 +349,7 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
   s.block_size = kv_.block_size;
   s.want_logits = c.logits != nullptr;
   s.want_argmax = c.argmax != nullptr;
+  s.top_k = c.top_k;
   s.kv = kv_.pointers;
   if (c.taps) {
     s.taps_stride = c.taps_stride;
@@ -424,10 +437,16 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
   }
   SAKER_ASSIGN_OR_RETURN(kv_, bind_kv(r.kv));
   SAKER_RETURN_IF_ERROR(r.attn->validate(kv_.n_blocks, kv_.block_size));
+  SAKER_RETURN_IF_ERROR(check_top_k(r));
   const Chunk whole{.tokens = r.tokens, .attn = r.attn, .output_rows = r.output_rows, .logits = r.logits,
                     .argmax = r.argmax, .taps = r.taps_out, .taps_base = r.taps_out, .taps_stride = r.taps_stride,
-                    .tap_layers = r.tap_layers, .input = r.input, .input_stride = r.input_stride};
+                    .tap_layers = r.tap_layers, .input = r.input, .input_stride = r.input_stride,
+                    .top_k = r.top_k, .top_ids = r.top_ids, .top_logprobs = r.top_logprobs};
   if (T <= max_tokens_) return run_chunk(whole, program);
+  if (r.top_k > 0) {  // a drafter's blocks fit one batch (DFlashDrafter splits them so)
+    return make_error(StatusCode::kInvalidArgument,
+                      "forward: top-k outputs of a batch of {} tokens, over the CUDA batch size {}", T, max_tokens_);
+  }
 
   // Split a long batch into chunks in batch order. Causal and tree queries only see keys written by earlier
   // tokens, so chunk i sees everything it needs once chunks < i have run; a full (bidirectional) mask or a
@@ -602,6 +621,14 @@ Status CudaBackend::soft_cap(const Act& x, float cap) {
 
 Status CudaBackend::emit_outputs(const Act& logits, int64_t) {
   const int64_t n = logits.rows;
+  if (cur_.top_k > 0) {  // a drafter's tree: k ids and log-probabilities a row instead of n_vocab logits
+    const int64_t k = cur_.top_k;
+    SAKER_RETURN_IF_ERROR(cuda::top_k_rows(logits.data, n, logits.cols, cur_.top_k, top_ids_dev_, top_lp_dev_, stream_));
+    SAKER_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(top_ids_host_, top_ids_dev_, n * k * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    SAKER_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(top_lp_host_, top_lp_dev_, n * k * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  }
   if (cur_.want_argmax) {  // greedy: n ids cross the bus instead of [n, n_vocab] logits
     SAKER_RETURN_IF_ERROR(cuda::argmax_rows(logits.data, n, logits.cols, argmax_dev_, stream_));
     SAKER_CUDA_RETURN_IF_ERROR(

@@ -106,13 +106,14 @@ class CudaBackend final : public OpBackend {
   struct StepShape {
     int64_t n_tokens = 0, n_out = 0, n_seqs = 0, packed_total = 0, ctx_capacity = 0, block_size = 0;
     bool want_logits = true, want_argmax = false;  // which copies the step's last nodes make
+    int32_t top_k = 0;                             // > 0: the top-k outputs instead
     std::vector<const void*> kv;                   // DeviceKv::pointers
     int64_t taps_stride = 0;                       // 0: no taps; else the staging buffer's row
     std::vector<int32_t> tap_layers;               // which copies into it the body makes
     int64_t input_stride = 0;                      // 0: no host input rows; else their row (floats)
     auto key() const {
-      return std::tie(n_tokens, n_out, n_seqs, packed_total, ctx_capacity, block_size, want_logits, want_argmax, kv,
-                      taps_stride, tap_layers, input_stride);
+      return std::tie(n_tokens, n_out, n_seqs, packed_total, ctx_capacity, block_size, want_logits, want_argmax, top_k,
+                      kv, taps_stride, tap_layers, input_stride);
     }
     bool operator<(const StepShape& o) const { return key() < o.key(); }
   };
@@ -129,11 +130,15 @@ class CudaBackend final : public OpBackend {
     std::span<const int32_t> tap_layers;
     const float* input = nullptr;  // [n_tokens, input_stride] host rows of the chunk's tokens, or null
     int64_t input_stride = 0;
+    int32_t top_k = 0;                // > 0: [n_out, top_k] ids and log-probabilities into these host rows
+    int32_t* top_ids = nullptr;
+    float* top_logprobs = nullptr;
   };
   // What the ops of the running program read: the chunk's device inputs and launch shape.
   struct Current {
     int64_t n_tokens = 0;
     bool want_logits = false, want_argmax = false;
+    int32_t top_k = 0;
     const int32_t* tokens = nullptr;   // device [n_tokens]
     const int32_t* rows = nullptr;     // device [n_out] output rows
     const float* taps_base = nullptr;  // Chunk::taps_base (null: no taps) and its row stride
@@ -196,6 +201,10 @@ class CudaBackend final : public OpBackend {
   int64_t in_capacity_ = 0;        // int32 elements
   float* logits_host_ = nullptr;   // pinned [head_rows, n_vocab]
   int32_t* argmax_host_ = nullptr;  // pinned [head_rows]
+  int32_t* top_ids_dev_ = nullptr;  // [head_rows, kMaxTopK] a head pass's top-k outputs
+  float* top_lp_dev_ = nullptr;
+  int32_t* top_ids_host_ = nullptr;  // pinned, the same
+  float* top_lp_host_ = nullptr;
   float* taps_host_ = nullptr;      // pinned [chunk tokens, taps_stride]: the step's staged taps
   int64_t taps_capacity_ = 0;       // floats
   // Host input rows (StepRequest::input), staged in pinned memory so a captured graph copies from a fixed

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/logits.h"
 #include "core/trace.h"
 #include "formats/quant/codec.h"
 #include "ops/cpu/attention.h"
@@ -87,6 +88,7 @@ void CpuBackend::compute_row_runs() {
 
 Status CpuBackend::run_step(const StepRequest& request, const StepProgram& program) {
   std::lock_guard<std::mutex> lock(mutex_);  // the step state and scratch are the backend's
+  SAKER_RETURN_IF_ERROR(check_top_k(request));
   for (const LayerKv& layer : request.kv) {  // the CPU ops read and write the views directly
     if (layer.k.device != Device::kCpu || layer.v.device != Device::kCpu) {
       return make_error(StatusCode::kInvalidArgument, "forward: the CPU decoder was given KV views on the {}",
@@ -288,6 +290,18 @@ Status CpuBackend::all_reduce(const Act& x) {
 }
 
 Status CpuBackend::emit_outputs(const Act& logits, int64_t first) {
+  if (step_.top_k > 0) {
+    const int64_t k = step_.top_k;
+    for (int64_t i = 0; i < logits.rows; ++i) {
+      const std::span<const float> row(logits.data + i * logits.stride, static_cast<size_t>(logits.cols));
+      const float log_z = log_sum_exp(row);
+      const std::vector<int32_t> ids = top_ids(row, k);
+      for (int64_t j = 0; j < k; ++j) {
+        step_.top_ids[(first + i) * k + j] = ids[j];
+        step_.top_logprobs[(first + i) * k + j] = row[ids[j]] - log_z;
+      }
+    }
+  }
   if (!step_.argmax) return {};
   const std::span<int32_t> ids(step_.argmax + first, static_cast<size_t>(logits.rows));
   SAKER_RETURN_IF_ERROR(ref::argmax(f32(logits.data, {logits.rows, logits.cols}), ids));  // ties: the lowest id

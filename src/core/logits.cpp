@@ -1,4 +1,4 @@
-#include "sample/logprobs.h"
+#include "core/logits.h"
 
 #include <algorithm>
 #include <cmath>
