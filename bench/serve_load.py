@@ -10,6 +10,9 @@ carries generated text. Prompts are distinct per request (so a prefix cache cann
                           --vocab-size), sent as a token-id prompt to /v1/completions
   --prompt-source text    a filler text of shuffled common words, tokenized by the server (/tokenize) and cut
                           to exactly P ids
+  --prompts FILE          real prompts instead (a JSON list: strings, or objects with "ids" or "text"), taken
+                          in order, request i of a level getting prompt i (cycled), so two servers given the
+                          same file and levels get the same requests; ids go as a token-id prompt, text as text
 
 With --endpoint chat the ids are turned back into text (/detokenize) and sent as one user message, so the
 prompt is about P tokens plus the chat template's markers (the JSON records what the server counted).
@@ -17,7 +20,9 @@ prompt is about P tokens plus the chat template's markers (the JSON records what
 Per level it reports: aggregate generated tokens/s (the sum of completion tokens over the level's wall time,
 first request sent to last stream closed), TTFT p50/p99, end-to-end latency p50/p99, the per-request decode
 rate (tokens after the first / time after the first), and errors (HTTP errors, error events, streams that did
-not end with [DONE]). The exit status is 1 when any request failed (the JSON is written either way).
+not end with [DONE]). Where the server reports speculative decoding per response (saker: usage
+completion_tokens_details accepted / rejected prediction tokens; llama-server: timings draft_n /
+draft_n_accepted), the level also reports drafted and accepted tokens. The exit status is 1 when any request failed (the JSON is written either way).
 
 Python 3 standard library only. Example:
 
@@ -106,7 +111,7 @@ def stream_one(client, path, body, chat):
     """Sends one streaming request. Returns a dict: ok, error, ttft_s, latency_s, completion_tokens,
     prompt_tokens, chunks."""
     out = {"ok": False, "error": None, "ttft_s": None, "latency_s": None, "completion_tokens": 0,
-           "prompt_tokens": None, "chunks": 0}
+           "prompt_tokens": None, "chunks": 0, "drafted": None, "accepted": None}
     conn = client.connect()
     t0 = time.perf_counter()
     try:
@@ -139,6 +144,10 @@ def stream_one(client, path, body, chat):
                 t_first_chunk = now
             if chunk.get("usage"):
                 usage = chunk["usage"]
+            timings = chunk.get("timings") or {}
+            if "draft_n" in timings:  # llama-server's speculative decoding counts
+                out["drafted"] = int(timings.get("draft_n") or 0)
+                out["accepted"] = int(timings.get("draft_n_accepted") or 0)
             text = chunk_text(chunk, chat)
             if text:
                 out["chunks"] += 1
@@ -158,6 +167,11 @@ def stream_one(client, path, body, chat):
         if usage:
             out["completion_tokens"] = int(usage.get("completion_tokens") or 0)
             out["prompt_tokens"] = usage.get("prompt_tokens")
+            details = usage.get("completion_tokens_details") or {}
+            if "accepted_prediction_tokens" in details:  # saker's speculative decoding counts
+                accepted = int(details.get("accepted_prediction_tokens") or 0)
+                out["accepted"] = accepted
+                out["drafted"] = accepted + int(details.get("rejected_prediction_tokens") or 0)
         else:  # servers that send no usage: one chunk per token is the usual streaming granularity
             out["completion_tokens"] = out["chunks"]
         out["ok"] = True
@@ -170,14 +184,34 @@ def stream_one(client, path, body, chat):
 
 
 class PromptMaker:
-    """Distinct prompts of a fixed token count, from random ids or tokenized filler text."""
+    """Distinct prompts of a fixed token count, from random ids or tokenized filler text; or a file's prompts."""
 
     def __init__(self, client, args):
         self.client = client
         self.args = args
         self.n_vocab = args.vocab_size
+        self.file = None  # --prompts: [(ids or None, text or None)]
 
     def setup(self):
+        if self.args.prompts:
+            try:
+                with open(self.args.prompts, encoding="utf-8") as f:
+                    entries = json.load(f)
+            except (OSError, ValueError) as e:
+                raise SystemExit(f"--prompts {self.args.prompts}: {e}")
+            if not isinstance(entries, list) or not entries:
+                raise SystemExit(f"--prompts {self.args.prompts}: expected a JSON list of prompts")
+            self.file = []
+            for i, e in enumerate(entries):
+                if isinstance(e, str):
+                    self.file.append((None, e))
+                elif isinstance(e, dict) and isinstance(e.get("ids"), list):
+                    self.file.append(([int(t) for t in e["ids"]], e.get("text")))
+                elif isinstance(e, dict) and isinstance(e.get("text"), str):
+                    self.file.append((None, e["text"]))
+                else:
+                    raise SystemExit(f"--prompts {self.args.prompts}: entry {i} has neither ids nor text")
+            return
         if self.args.prompt_source == "random" and not self.n_vocab:
             status, j = self.client.request_json("GET", "/v1/models")
             try:
@@ -218,7 +252,7 @@ def request_body(args, model, prompt_ids, prompt_text):
     if args.endpoint == "chat":
         body["messages"] = [{"role": "user", "content": prompt_text}]
     else:
-        body["prompt"] = prompt_ids
+        body["prompt"] = prompt_ids if prompt_ids is not None else prompt_text
     return body
 
 
@@ -231,6 +265,12 @@ def run_level(client, args, model, maker, n, level_index):
     for c in range(n):
         row = []
         for r in range(k):
+            if maker.file:  # request c * k + r of the level: the file's prompts in order
+                ids, text = maker.file[(c * k + r) % len(maker.file)]
+                if chat and text is None:
+                    text = maker.text(ids)
+                row.append(request_body(args, model, None if chat else ids, text))
+                continue
             seed = args.seed + 1_000_003 * (level_index + 1) + 1009 * c + r
             ids = maker.ids(seed)
             row.append(request_body(args, model, ids, maker.text(ids) if chat else None))
@@ -261,6 +301,7 @@ def run_level(client, args, model, maker, n, level_index):
     decode_rates = [(r["completion_tokens"] - 1) / (r["latency_s"] - r["ttft_s"])
                     for r in ok if r["completion_tokens"] > 1 and r["latency_s"] > r["ttft_s"]]
     prompt_counts = [r["prompt_tokens"] for r in ok if r["prompt_tokens"] is not None]
+    spec = [r for r in ok if r["drafted"] is not None]
     return {
         "concurrency": n,
         "requests": len(flat),
@@ -276,6 +317,8 @@ def run_level(client, args, model, maker, n, level_index):
         "latency_ms_p50": percentile(latency, 0.50),
         "latency_ms_p99": percentile(latency, 0.99),
         "decode_tokens_per_s_per_request_p50": median(decode_rates),
+        "drafted_tokens": sum(r["drafted"] for r in spec) if spec else None,
+        "accepted_tokens": sum(r["accepted"] for r in spec) if spec else None,
     }
 
 
@@ -303,6 +346,8 @@ def main(argv=None):
     ap.add_argument("--gen-tokens", type=int, default=128, help="max_tokens per request (default %(default)s)")
     ap.add_argument("--prompt-source", choices=("random", "text"), default="random",
                     help="random token ids, or filler text tokenized by the server (default %(default)s)")
+    ap.add_argument("--prompts", default=None, metavar="FILE",
+                    help="real prompts (a JSON list of strings or ids / text objects) instead of --prompt-source")
     ap.add_argument("--vocab-size", type=int, default=0, help="for random ids (default: /v1/models meta.n_vocab)")
     ap.add_argument("--min-id", type=int, default=0, help="smallest random token id (default %(default)s)")
     ap.add_argument("--no-ignore-eos", action="store_true",
@@ -337,8 +382,13 @@ def main(argv=None):
     chat = args.endpoint == "chat"
     path = "/v1/chat/completions" if chat else "/v1/completions"
     for i in range(args.warmup):
-        ids = maker.ids(args.seed - 1 - i)
-        r = stream_one(client, path, request_body(args, model, ids, maker.text(ids) if chat else None), chat)
+        if maker.file:
+            ids, text = maker.file[i % len(maker.file)]
+            body = request_body(args, model, None if chat else ids, text if text is not None or not chat else maker.text(ids))
+        else:
+            ids = maker.ids(args.seed - 1 - i)
+            body = request_body(args, model, ids, maker.text(ids) if chat else None)
+        r = stream_one(client, path, body, chat)
         if not r["ok"]:
             print(f"warm-up request failed: {r['error']}", file=sys.stderr)
 
@@ -352,14 +402,16 @@ def main(argv=None):
             print(f"    error: {e}", file=sys.stderr)
 
     print("| N | requests | errors | wall s | gen tokens | tok/s | TTFT p50 ms | TTFT p99 ms | latency p50 ms | "
-          "latency p99 ms | per-request tok/s p50 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "latency p99 ms | per-request tok/s p50 | drafts accepted |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        accepted = (f"{r['accepted_tokens']} of {r['drafted_tokens']}" if r["drafted_tokens"] is not None else "-")
         print(f"| {r['concurrency']} | {r['requests']} | {r['errors']} | {r['wall_s']:.2f} | {r['completion_tokens']} | "
               f"{r['tokens_per_s']:.1f} | {r['ttft_ms_p50']:.1f} | {r['ttft_ms_p99']:.1f} | {r['latency_ms_p50']:.1f} | "
-              f"{r['latency_ms_p99']:.1f} | {r['decode_tokens_per_s_per_request_p50']:.1f} |")
+              f"{r['latency_ms_p99']:.1f} | {r['decode_tokens_per_s_per_request_p50']:.1f} | {accepted} |")
     if args.json:
-        doc = {"url": args.url, "model": model, "endpoint": args.endpoint, "prompt_source": args.prompt_source,
+        doc = {"url": args.url, "model": model, "endpoint": args.endpoint,
+               "prompt_source": f"file {args.prompts}" if args.prompts else args.prompt_source,
                "prompt_tokens": args.prompt_tokens, "gen_tokens": args.gen_tokens,
                "requests_per_client": args.requests_per_client, "ignore_eos": not args.no_ignore_eos,
                "levels": rows}

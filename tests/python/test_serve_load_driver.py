@@ -61,3 +61,33 @@ def test_driver_counts_errors(server, tmp_path):
     assert proc.returncode == 1, proc.stderr.decode()
     (level,) = json.loads(out.read_text())["levels"]
     assert level["errors"] == 2 and "HTTP 400" in level["error_samples"][0]
+
+
+def test_driver_real_prompts_and_speculation_counts(tmp_path):
+    """--prompts FILE sends a file's prompts (ids as ids, text as text) in order; against saker-mini serving with
+    its DFlash drafter, the level reports the drafts the responses counted."""
+    mini = ROOT / "models" / "saker-mini"
+    held = json.loads((mini / "heldout_prompts.json").read_text())
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps([{"ids": held[0]["ids"]}, held[1]["text"], {"text": held[2]["text"]}]))
+    srv = Server(mini / "saker-mini-q8_0.gguf", "--ctx", "512", "--parallel", "2", "--device", "cpu",
+                 "--drafter", str(mini / "drafter"), "--always-speculate", name="saker-mini", log_dir=tmp_path)
+    try:
+        out = tmp_path / "spec.json"
+        proc = drive("--url", srv.url, "--prompts", prompts, "--concurrency", "1,2", "--requests-per-client", "3",
+                     "--gen-tokens", "24", "--warmup", "1", "--json", out)
+        assert proc.returncode == 0, proc.stderr.decode() + "\n" + srv.output()[-3000:]
+        j = json.loads(out.read_text())
+        assert j["prompt_source"].startswith("file ")
+        for r in j["levels"]:
+            assert r["errors"] == 0, r["error_samples"]
+            assert r["drafted_tokens"] > 0 and 0 < r["accepted_tokens"] <= r["drafted_tokens"], r
+        assert "drafts accepted" in proc.stdout.decode()
+        (first,) = [r for r in j["levels"] if r["concurrency"] == 1]
+        assert first["prompt_tokens_mean"] > 20  # the file's prompts, not --prompt-tokens
+    finally:
+        srv.stop()
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    proc = drive("--url", "http://127.0.0.1:9", "--prompts", bad, "--model", "x")
+    assert proc.returncode != 0 and "--prompts" in proc.stderr.decode()
