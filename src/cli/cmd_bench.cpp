@@ -181,7 +181,7 @@ int run_prompts(const BenchArgs& a) {
   if (a.spec == "ngram") p.spec.spec = "ngram";
   if (a.draft_max_given) p.spec.draft_max = a.engine.max_draft;
   p.spec.always_speculate = a.engine.always_speculate;
-  if (Status st = check_speculation_flags(p.spec); !st.ok()) return fail(st.message());
+  if (Status st = check_speculation_args(p.spec); !st.ok()) return fail(st.message());
   auto loaded = load_bench_model(a);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   OpsOptions ops = bench_ops(a);

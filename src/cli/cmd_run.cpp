@@ -71,7 +71,7 @@ Status check_speculative_args(const RunArgs& a) {
   if (a.spec.any() && !a.logits_out.empty()) {
     return make_error(StatusCode::kInvalidArgument, "--logits-out is not supported with speculative decoding");
   }
-  return check_speculation_args(a.spec, a.device);
+  return check_speculation_args(a.spec);
 }
 
 SamplingParams sampling_from(const RunArgs& a) {
@@ -97,7 +97,7 @@ int run(const RunArgs& a) {
   ops.matmul.blas = !a.no_blas;
   ops.cuda_graphs = !a.no_graphs;
   ops.tensor_parallel = a.tensor_parallel;
-  auto loaded = load_model_on(a.model, ops, speculation_device(a.spec, a.device));
+  auto loaded = load_model_on(a.model, ops, a.device);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;
 

@@ -53,10 +53,10 @@ int run(ServeArgs a) {
   ops.fast_matmul = !a.ref_ops;
   ops.cuda_graphs = !a.no_graphs;
   ops.tensor_parallel = a.tensor_parallel;
-  if (Status st = check_speculation_args(a.spec, a.device); !st.ok()) return fail(st.to_string());
+  if (Status st = check_speculation_args(a.spec); !st.ok()) return fail(st.to_string());
   auto loader = [&]() -> Result<server::ServedModel> {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));
-    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, speculation_device(a.spec, a.device)));
+    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, a.device));
     if (!lm.tokenizer) {
       return make_error(StatusCode::kInvalidArgument, "{}: the model has no tokenizer; the server needs one", a.model);
     }

@@ -16,7 +16,7 @@ namespace saker::cli {
 void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::string& what) {
   app->add_option("--drafter", a->drafter,
                   "DFlash drafter folder (config.json + model.safetensors): speculative decoding of " + what +
-                      ", the same output as without it (CPU backend only)");
+                      ", the same output as without it (on the model's device)");
   app->add_option("--draft-tree", a->draft_tree,
                   "With --drafter: verify a tree of up to N draft tokens grown from the drafter's top tokens per "
                   "position (0: its single best chain)")
@@ -52,17 +52,7 @@ void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::strin
       ->needs(spec_opt);
 }
 
-Status check_speculation_args(const SpeculationArgs& a, const std::string& device) {
-  SAKER_RETURN_IF_ERROR(check_speculation_flags(a));
-  if (!a.drafter.empty() && device == "cuda") {
-    return make_error(StatusCode::kUnsupported,
-                      "--drafter runs on the CPU backend only for now (its forward runs on the CUDA backend but has "
-                      "not been checked on a GPU yet): use --device cpu, or --spec ngram / --draft-model on the GPU");
-  }
-  return {};
-}
-
-Status check_speculation_flags(const SpeculationArgs& a) {
+Status check_speculation_args(const SpeculationArgs& a) {
   if (a.draft_tree > 0 && a.drafter.empty()) return make_error(StatusCode::kInvalidArgument, "--draft-tree needs --drafter");
   if (!a.drafter.empty() && !a.draft_model.empty()) {
     return make_error(StatusCode::kInvalidArgument, "give one of --drafter and --draft-model, not both");
@@ -80,10 +70,6 @@ Status check_speculation_flags(const SpeculationArgs& a) {
   return {};
 }
 
-std::string speculation_device(const SpeculationArgs& a, const std::string& device) {
-  return a.drafter.empty() ? device : "cpu";
-}
-
 namespace {
 
 // The proposers that read a model (a DFlash drafter or a draft model); null when none was asked for.
@@ -91,6 +77,7 @@ Result<ProposerMaker> model_proposer_maker(const SpeculationArgs& a, const Specu
                                            const OpsOptions& target_ops) {
   OpsOptions ops = target_ops;
   ops.tensor_parallel = 1;  // a drafter or draft model is small: it runs whole, beside a split target
+  if (target.model) ops.device = target.model->device();  // the drafter beside the target
   if (!a.drafter.empty()) {
     SAKER_ASSIGN_OR_RETURN(std::shared_ptr<const spec::DFlashWeights> drafter,
                            spec::DFlashWeights::load(a.drafter, target.weights));

@@ -33,22 +33,16 @@ struct SpeculationArgs {
   int32_t draft_len() const { return draft_max > 0 ? draft_max : kDefaultDraftMax; }
   int proposers() const { return !drafter.empty() + !spec.empty() + !draft_model.empty(); }
   bool any() const { return proposers() > 0; }
-  // The DFlash drafter reads hidden states, which only the CPU backend taps so far.
+  // The DFlash drafter reads the target's hidden states.
   bool needs_taps() const { return !drafter.empty(); }
 };
 
 // Adds the flags to a subcommand; `what` ends the --drafter help ("every request inside the batched step").
 void add_speculation_options(CLI::App* app, SpeculationArgs* a, const std::string& what);
 
-// Refuses combinations speculation cannot honour yet, naming the flag: a tree without a drafter, a drafter
-// and a draft model at once, an unknown --spec, and a DFlash drafter on the CUDA backend (its forward runs
-// on the CPU only so far).
-Status check_speculation_args(const SpeculationArgs& a, const std::string& device);
-// The flag combinations alone (saker bench runs the drafter on the GPU too, to measure it).
-Status check_speculation_flags(const SpeculationArgs& a);
-
-// The device to load the target on: the CPU when a DFlash drafter is asked for (see above), else `device`.
-std::string speculation_device(const SpeculationArgs& a, const std::string& device);
+// Refuses combinations speculation cannot honour, naming the flag: a tree without a drafter, a drafter and a
+// draft model at once, an unknown --spec, --draft-max without a proposer that takes it.
+Status check_speculation_args(const SpeculationArgs& a);
 
 // The target a proposer serves: its weights (a DFlash drafter borrows the embedding and head), forward and
 // tokenizer (a draft model must share it).

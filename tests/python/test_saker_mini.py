@@ -122,7 +122,6 @@ def test_the_speculation_cost_policy_keeps_plain_decodings_output(saker, propose
 
 @pytest.mark.parametrize("extra,message", [
     (["--drafter", str(MINI / "drafter"), "--draft-model", str(GGUF)], "not both"),
-    (["--drafter", str(MINI / "drafter"), "--device", "cuda"], "CPU backend only"),
     (["--spec", "ngram", "--ngram-min", "4", "--ngram-max", "2"], "--ngram-max"),
     (["--spec", "lookahead"], "--spec"),
     (["--draft-max", "4"], "--draft-max needs"),
@@ -182,7 +181,6 @@ def test_draft_tree_needs_a_drafter_and_a_budget_in_range(saker):
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--temp", "0", "--device", "cuda"], "CPU backend only"),
     (["--temp", "0", "--logits-out", "/dev/null"], "--logits-out"),
 ])
 def test_run_with_drafter_refuses_what_it_cannot_honour(saker, extra, message):

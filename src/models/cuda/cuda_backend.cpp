@@ -429,10 +429,13 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
     return make_error(StatusCode::kInvalidArgument, "forward: hidden-state taps of row stride {} and {} layers",
                       r.taps_stride, r.tap_layers.size());
   }
+  // Tokens index the embedding table, whose rows can outnumber the head's (a tensor-parallel rank's head holds
+  // a slice of the vocabulary): checked against the table once embedding() has seen it (the first, eager run of
+  // any step), and in embedding() itself.
+  const int64_t rows = embedding_rows_ > 0 ? embedding_rows_ : INT64_MAX;
   for (int32_t t : r.tokens) {
-    if (t < 0 || t >= n_vocab_) {
-      return make_error(StatusCode::kInvalidArgument, "forward: token {} outside the vocabulary (0..{})", t,
-                        n_vocab_ - 1);
+    if (t < 0 || t >= rows) {
+      return make_error(StatusCode::kInvalidArgument, "forward: token {} outside the vocabulary (0..{})", t, rows - 1);
     }
   }
   SAKER_ASSIGN_OR_RETURN(kv_, bind_kv(r.kv));
@@ -513,6 +516,13 @@ Status CudaBackend::load_input(const Act& out) {
 
 Status CudaBackend::embedding(const PreparedMatrix& table, float scale, const Act& out) {
   const auto& m = static_cast<const Matrix&>(table);
+  embedding_rows_ = std::max(embedding_rows_, m.n_out);
+  for (int64_t i = 0; i < out.rows; ++i) {  // the step's host tokens, packed before the program runs
+    if (in_host_[i] < 0 || in_host_[i] >= m.n_out) {
+      return make_error(StatusCode::kInvalidArgument, "forward: token {} outside the vocabulary (0..{})", in_host_[i],
+                        m.n_out - 1);
+    }
+  }
   return cuda::embedding(m.parts[0], cur_.tokens, out.rows, scale, out.data, stream_);
 }
 

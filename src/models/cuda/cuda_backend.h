@@ -183,6 +183,7 @@ class CudaBackend final : public OpBackend {
   int64_t max_n_in_ = 0, max_n_out_ = 0;    // of the prepared matrices: what the matmul scratch covers
   AttentionSpec geometry_;                  // heads and head_dim of every layer
   int64_t n_vocab_ = 0;
+  int64_t embedding_rows_ = 0;              // rows of the embedding table the program reads (0: not seen yet)
 
   // Activations, sized for max_tokens_ rows (per-output ones for head_rows_).
   int64_t max_tokens_ = 0;
