@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "cli/bench_stats.h"
 #include "engine/engine.h"
 #include "spec/dflash_drafter.h"
 #include "spec/dflash_proposer.h"
@@ -21,23 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Linear interpolation between the closest ranks (q in [0, 1]).
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
 double per_s(double count, double ms) { return ms > 0 ? count * 1e3 / ms : 0.0; }

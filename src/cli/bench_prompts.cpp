@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "cli/bench_stats.h"
 #include "engine/engine.h"
 
 namespace saker::cli {
@@ -17,13 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Run {

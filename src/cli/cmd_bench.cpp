@@ -16,6 +16,7 @@
 #include "cli/bench_ceilings.h"
 #include "cli/bench_engine.h"
 #include "cli/bench_prompts.h"
+#include "cli/bench_stats.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "engine/block_allocator.h"
@@ -95,12 +96,6 @@ struct Sample {
   std::vector<double> ms;
   double roofline_ms = 0;  // the ceiling's time for the same unit
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One sequence over the whole cache; builds chain batches at any slot.
 class Bench {
@@ -255,7 +250,7 @@ int run(const BenchArgs& a) {
                          4.0 * h.n_layer * h.q_dim() * (static_cast<double>(n) * (n + 1) / 2);
     s.roofline_ms = flops / (ceil.tflops * 1e12) * 1e3;
     samples.push_back(s);
-    fmt::print(stderr, "  {:<12} {:>9.2f} ms  {:>10.1f} tok/s\n", s.test, median(s.ms), n * 1e3 / median(s.ms));
+    fmt::print(stderr, "  {:<12} {:>9.2f} ms  {:>10.1f} tok/s\n", s.test, median_of(s.ms), n * 1e3 / median_of(s.ms));
   }
   for (int64_t c : a.decode_ctx) {
     if (auto st = bench.fill(c, chunk); !st.ok()) return fail_at("context fill", st);
@@ -269,7 +264,7 @@ int run(const BenchArgs& a) {
     const double avg_ctx = c + (a.n_decode + 1) / 2.0;
     s.roofline_ms = a.n_decode * (cost.decode_bytes + avg_ctx * kv_bytes_per_token) / (ceil.bandwidth_gbs * 1e9) * 1e3;
     samples.push_back(s);
-    fmt::print(stderr, "  {:<12} {:>9.2f} ms  {:>10.1f} tok/s\n", s.test, median(s.ms), a.n_decode * 1e3 / median(s.ms));
+    fmt::print(stderr, "  {:<12} {:>9.2f} ms  {:>10.1f} tok/s\n", s.test, median_of(s.ms), a.n_decode * 1e3 / median_of(s.ms));
   }
   if (!a.rows.empty()) {
     if (auto st = bench.fill(a.verify_ctx, chunk); !st.ok()) return fail_at("context fill", st);
@@ -286,18 +281,18 @@ int run(const BenchArgs& a) {
     for (double m : *ms) s.ms.push_back(m / verify_steps);
     s.roofline_ms = (cost.decode_bytes + (a.verify_ctx + r) * kv_bytes_per_token) / (ceil.bandwidth_gbs * 1e9) * 1e3;
     samples.push_back(s);
-    fmt::print(stderr, "  {:<12} {:>9.3f} ms/step\n", s.test, median(s.ms));
+    fmt::print(stderr, "  {:<12} {:>9.3f} ms/step\n", s.test, median_of(s.ms));
   }
 
   // The table: tokens/s for prefill and decode, ms per step and the cost relative to one row for verify.
   double one_row_ms = 0;
   for (const Sample& s : samples) {
-    if (s.test.rfind("verify1@", 0) == 0) one_row_ms = median(s.ms);
+    if (s.test.rfind("verify1@", 0) == 0) one_row_ms = median_of(s.ms);
   }
   nlohmann::json results = nlohmann::json::array();
   fmt::print("| test | ctx | ms (median) | spread | tok/s | % roofline | x 1 row |\n|---|---|---|---|---|---|---|\n");
   for (const Sample& s : samples) {
-    const double med = median(s.ms);
+    const double med = median_of(s.ms);
     const auto [lo, hi] = std::minmax_element(s.ms.begin(), s.ms.end());
     const double spread = med > 0 ? (*hi - *lo) / med * 100 : 0;
     const bool verify = s.test.rfind("verify", 0) == 0;

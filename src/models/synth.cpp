@@ -7,6 +7,7 @@
 #include <span>
 
 #include "core/half.h"
+#include "core/splitmix.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "text/byte_level.h"
@@ -14,15 +15,9 @@
 namespace saker {
 namespace {
 
-// splitmix64: a fast, seedable generator; each row gets its own stream so threads never share state.
-uint64_t splitmix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// Random values from splitmix64 streams (core/splitmix.h): each row gets its own so threads never share state.
 // Uniform in [-1, 1).
-float unit(uint64_t& s) { return static_cast<float>(static_cast<int64_t>(splitmix(s) >> 11) * 0x1.0p-52 * 2.0 - 1.0); }
+float unit(uint64_t& s) { return static_cast<float>(static_cast<int64_t>(splitmix64(s) >> 11) * 0x1.0p-52 * 2.0 - 1.0); }
 
 constexpr float kWeightStd = 0.02f;
 constexpr float kUniformScale = kWeightStd * 1.7320508f;  // uniform on [-a, a] has std a / sqrt(3)
@@ -53,7 +48,7 @@ void fill_row(DType type, uint8_t* dst, int64_t n, uint64_t seed) {
   uint8_t* b = dst;
   for (int64_t k = 0; k < n_blocks; ++k, b += t.block_bytes) {
     for (int64_t j = 0; j < t.block_bytes; j += 8) {
-      const uint64_t r = splitmix(s);
+      const uint64_t r = splitmix64(s);
       std::memcpy(b + j, &r, std::min<int64_t>(8, t.block_bytes - j));
     }
     // Scale fields: the uniform code range times d should give about kWeightStd.

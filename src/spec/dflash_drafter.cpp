@@ -66,6 +66,12 @@ Status DFlashDrafter::check_slot(int32_t slot) const {
   return make_error(StatusCode::kInvalidArgument, "drafter: slot {} of {}", slot, n_slots());
 }
 
+int64_t DFlashDrafter::queued_rows() const {
+  int64_t floats = 0;
+  for (const Slot& s : slots_) floats += static_cast<int64_t>(s.queued.size());
+  return floats / tap_width();
+}
+
 int64_t DFlashDrafter::n_context(int32_t slot) const {
   const Slot& s = slots_[slot];
   return s.fused + static_cast<int64_t>(s.queued.size()) / tap_width();
@@ -74,7 +80,6 @@ int64_t DFlashDrafter::n_context(int32_t slot) const {
 void DFlashDrafter::reset(int32_t slot) {
   Slot& s = slots_[slot];
   s.fused = 0;
-  queued_rows_ -= static_cast<int64_t>(s.queued.size()) / tap_width();
   s.queued.clear();
   s.pending = -1;
 }
@@ -191,19 +196,16 @@ Status DFlashDrafter::add_context(int32_t slot, int64_t first, int64_t n, const 
     return make_error(StatusCode::kOutOfRange, "drafter context: position {} beyond its {} slots", first + n - 1, n_ctx_);
   }
   const int64_t width = tap_width();
-  queued_rows_ -= static_cast<int64_t>(s.queued.size()) / width;
   if (first < s.fused) {  // fused positions replaced: their pages are rewritten from the queue
     s.fused = first;
     s.queued.clear();
   } else {
     s.queued.resize(static_cast<size_t>((first - s.fused) * width));
   }
-  queued_rows_ += static_cast<int64_t>(s.queued.size()) / width;
   s.queued.insert(s.queued.end(), taps, taps + n * width);
-  queued_rows_ += n;
   // Steps that draft nothing (prefill, a cost policy standing drafts down) run no forward of the drafter: fuse
   // here once the queues hold a forward's worth, so the host memory they take stays bounded.
-  if (queued_rows_ >= max_rows_) return fuse_context();
+  if (queued_rows() >= max_rows_) return fuse_context();
   return {};
 }
 
@@ -271,7 +273,6 @@ Status DFlashDrafter::fuse_context() {
     s.fused += static_cast<int64_t>(s.queued.size()) / width;
     s.queued.clear();
   }
-  queued_rows_ = 0;
   return {};
 }
 

@@ -123,6 +123,7 @@ class DFlashDrafter : public DraftBatch {
 
   DFlashDrafter() = default;
   Status bind_weights();
+  int64_t queued_rows() const;  // over every slot's queue
   int64_t tap_width() const { return static_cast<int64_t>(w_->config.target_layers.size()) * w_->config.n_embd; }
   Status check_slot(int32_t slot) const;
   // The two forwards of run().
@@ -139,7 +140,6 @@ class DFlashDrafter : public DraftBatch {
   std::unique_ptr<KvStorage> kv_;  // [n_layer] x [n_slots * blocks a slot, 16, n_head_kv, head_dim]
   int64_t n_ctx_ = 0;
   int64_t max_rows_ = 0;     // rows one forward carries (whole blocks; the context queues fuse at this many)
-  int64_t queued_rows_ = 0;  // over every slot's queue
   std::vector<Slot> slots_;
   std::mutex slots_mutex_;  // acquire / release
   // Scratch of one forward: the flat batch, its tokens, inputs and outputs.

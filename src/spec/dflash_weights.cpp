@@ -7,20 +7,13 @@
 #include <cstring>
 
 #include "core/half.h"
+#include "core/splitmix.h"
 #include "ops/cpu/convert.h"
 
 namespace saker::spec {
 namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
-
-// splitmix64: a fast, well-mixed stream for random weights.
-uint64_t next_random(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 
@@ -111,7 +104,7 @@ TensorView DFlashWeights::random_tensor(DType dtype, std::vector<int64_t> shape,
   const bool bf16 = dtype == DType::kBF16;
   HostBuffer buf(static_cast<size_t>(n) * (bf16 ? sizeof(uint16_t) : sizeof(float)), false);
   for (int64_t i = 0; i < n; ++i) {
-    const float u = static_cast<float>(next_random(state) >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    const float u = static_cast<float>(splitmix64(*state) >> 40) * (1.0f / 16777216.0f);  // [0, 1)
     const float v = scale > 0 ? (2.0f * u - 1.0f) * scale : 1.0f;
     if (bf16) {
       buf.as<uint16_t>()[i] = fp32_to_bf16(v);

@@ -191,6 +191,16 @@ def spread_taps(n_target_layers, n_taps):
     return sorted({int(math.floor(1 + i * (n_target_layers - 3) / (n_taps - 1) + 0.5)) for i in range(n_taps)})
 
 
+def choose_taps(tap_ids, n_target_layers, n_taps):
+    """The tapped target layers: `tap_ids` ("1,4,6": sorted, duplicates dropped) or spread_taps; refused when
+    outside 0..N-2 (the last layer's HF hidden state is taken after the final norm)."""
+    taps = sorted({int(x) for x in tap_ids.split(",")}) if tap_ids else spread_taps(n_target_layers, n_taps)
+    if max(taps) > n_target_layers - 2 or min(taps) < 0:
+        raise SystemExit(f"tapped layers {taps}: must lie in 0..{n_target_layers - 2} (the last layer's HF hidden "
+                         "state is taken after the final norm)")
+    return taps
+
+
 def save(drafter, folder):
     from safetensors.torch import save_file
     os.makedirs(folder, exist_ok=True)

@@ -252,11 +252,7 @@ def main(argv=None):
     times["drafter_data_s"] = round(time.time() - t, 1)
 
     # 4. drafter
-    taps = (sorted({int(x) for x in a.draft_tap_ids.split(",")}) if a.draft_tap_ids
-            else dflash.spread_taps(n_layers, a.draft_taps))
-    if max(taps) > n_layers - 2 or min(taps) < 0:
-        raise SystemExit(f"tapped layers {taps}: must lie in 0..{n_layers - 2} (the last layer's HF hidden state "
-                         "is taken after the final norm)")
+    taps = dflash.choose_taps(a.draft_tap_ids, n_layers, a.draft_taps)
     dcfg = dflash.make_config(cfg, a.draft_layers, a.block, mask_id, taps)
     t = time.time()
     accept_reserve = 15 if a.smoke else 60

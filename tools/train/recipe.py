@@ -368,11 +368,7 @@ def main(argv=None):
             torch.save(dict(tokens=ddata.cpu(), gen=[a.gen_prompt, a.gen_new, temps, a.seed],
                             target_sha256=target_digest(hf_dir), seconds=round(time.time() - t, 1)), a.draft_data)
     times["drafter_data_s"] = round(time.time() - t, 1)
-    taps = ([int(x) for x in a.draft_tap_ids.split(",")] if a.draft_tap_ids
-            else dflash.spread_taps(a.layers, a.draft_taps))
-    if max(taps) > a.layers - 2 or min(taps) < 0:
-        raise SystemExit(f"tapped layers {taps}: must lie in 0..{a.layers - 2} (the last layer's HF hidden state "
-                         "is taken after the final norm)")
+    taps = dflash.choose_taps(a.draft_tap_ids, a.layers, a.draft_taps)
     dcfg = dflash.make_config(cfg, a.draft_layers, a.block, tok.token_to_id(bpe.MASK), taps)
     t = time.time()
     train_budget = max(5.0, min(dbudget - times["drafter_data_s"], deadline - time.time() - 40))
