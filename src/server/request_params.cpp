@@ -210,6 +210,8 @@ AnthropicParams read_anthropic_params(const json& body) {
   }
   if (auto v = read_int(body, "top_k", 0, 1 << 30)) s.top_k = static_cast<int32_t>(*v);
   p.options.stop = read_stop(body, "stop_sequences", 16);
+  // The same extension as the OpenAI routes: load drivers and tests need generations that run to max_tokens.
+  if (auto v = read_bool(body, "ignore_eos")) p.options.ignore_eos = *v;
   if (auto v = read_bool(body, "stream")) p.stream = *v;
   return p;
 }

@@ -131,7 +131,7 @@ OPENAI_FIELDS = ["model", "messages", "tools", "tool_choice", "chat_template_kwa
                  "top_logprobs", "response_format"]
 COMPLETION_FIELDS = ["prompt", "echo", "suffix", "logprobs", "n", "max_tokens", "stop", "seed", "stream"]
 ANTHROPIC_FIELDS = ["model", "messages", "system", "tools", "tool_choice", "thinking", "max_tokens", "temperature",
-                    "top_p", "top_k", "stop_sequences", "stream"]
+                    "top_p", "top_k", "stop_sequences", "ignore_eos", "stream"]
 WRONG = [7, 1.5, "text", True, [], [1], {}, {"a": 1}, [{"x": None}]]
 LIBRARY_WORDS = ("type_error", "[json.exception", "type must be", "cannot use")
 

@@ -78,7 +78,7 @@ def test_sigterm_ends_every_request_with_an_error_and_exits_in_time(server):
                                                  out, "completions stream")),
         threading.Thread(target=sse_lines, args=(server.url, "/v1/messages",
                                                  {"messages": chat["messages"], "max_tokens": 16000, "stream": True,
-                                                  "temperature": 1}, out, "anthropic stream")),
+                                                  "temperature": 1, "ignore_eos": True}, out, "anthropic stream")),
     ]
     for t in threads:
         t.start()
