@@ -359,7 +359,10 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                              {"drafter", a.replay_drafter ? a.replay_drafter_name : "none"},
                              {"drafter_blocks", r->drafter.blocks},
                              {"drafter_block_forwards", r->drafter.block_forwards},
-                             {"drafter_context_forwards", r->drafter.context_forwards}});
+                             {"drafter_context_forwards", r->drafter.context_forwards},
+                             {"drafter_runs", r->drafter.runs},
+                             {"drafter_context_ms", r->drafter.context_ms},
+                             {"drafter_block_ms", r->drafter.block_ms}});
     }
     rows.push_back({{"concurrency", n},
                     {"prompt_tokens", l.p},
@@ -394,13 +397,18 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
   }
   if (!replay_table.empty()) {
     fmt::print("\n| N | spec | drafter | decode tok/s | x plain | tokens / verify step | steps without drafts | "
-               "same tokens as plain |\n|---|---|---|---|---|---|---|---|\n");
+               "drafter ms / run (context + blocks) | same tokens as plain |\n|---|---|---|---|---|---|---|---|---|\n");
     for (const ReplaySummary& r : replay_table) {
-      fmt::print("| {} | replay:{} (block {}{}) | {} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {} |\n", r.n,
+      const spec::DFlashDrafter::Stats& d = r.row.drafter;
+      const std::string drafter_ms =
+          d.runs > 0 ? fmt::format("{:.2f} ({:.2f} + {:.2f})", (d.context_ms + d.block_ms) / d.runs,
+                                   d.context_ms / d.runs, d.block_ms / d.runs)
+                     : "-";
+      fmt::print("| {} | replay:{} (block {}{}) | {} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {} | {} |\n", r.n,
                  r.row.mean_commit, a.max_draft + 1, a.always_speculate ? ", always" : "",
                  a.replay_drafter ? a.replay_drafter_name : "none (drafts free)", r.row.decode_tps,
                  r.row.decode_tps / r.plain_tps, r.row.tokens_per_verify, r.row.undrafted_steps, r.row.steps,
-                 r.row.exact ? "yes" : "no");
+                 drafter_ms, r.row.exact ? "yes" : "no");
     }
   }
   return rows;

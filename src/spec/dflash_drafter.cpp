@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 
 #include "engine/sequence_batch.h"
@@ -231,8 +232,17 @@ Status DFlashDrafter::request(int32_t slot, int32_t pending, int32_t top_k) {
 }
 
 Status DFlashDrafter::run() {
+  using Clock = std::chrono::steady_clock;
+  const auto ms_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  ++stats_.runs;
+  auto t0 = Clock::now();
   Status st = fuse_context();
+  stats_.context_ms += ms_since(t0);
+  t0 = Clock::now();
   if (st.ok()) st = run_blocks();
+  stats_.block_ms += ms_since(t0);
   // A request a failed forward did not serve is dropped, not drafted later at another position.
   for (Slot& s : slots_) s.pending = -1;
   return st;

@@ -88,10 +88,13 @@ class DFlashDrafter : public DraftBatch {
   std::span<const int32_t> drafts(int32_t slot) const { return slots_[slot].ids; }
   std::span<const TopTokens> top(int32_t slot) const { return slots_[slot].top; }
 
-  // Forwards run so far: how well the slots' work was batched.
+  // Forwards run so far: how well the slots' work was batched, and the host's wall time in them (a forward
+  // that reads nothing back may finish inside the next one's time: the sum is what a step pays).
   struct Stats {
     int64_t context_forwards = 0, context_rows = 0;  // fusing forwards, positions fused
     int64_t block_forwards = 0, blocks = 0;          // drafting forwards, blocks drafted
+    int64_t runs = 0;                                // run() calls
+    double context_ms = 0, block_ms = 0;             // wall time in fusing / drafting forwards
   };
   const Stats& stats() const { return stats_; }
 

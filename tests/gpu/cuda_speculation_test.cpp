@@ -1,7 +1,8 @@
-// Speculative decoding on the CUDA backend equals plain greedy decoding token for token, on a model whose
-// every matmul is width-invariant (a synthesized Q4_K_M file: Q4_K and Q6_K weights, rows of whole
-// 256-element super-blocks) and with the automatic attention (fixed key slices). Nothing here allows a
-// near-tie: a verify row must give the bits of the one-row decode of the same position.
+// Speculative decoding on the CUDA backend equals plain greedy decoding token for token, on models whose
+// every matmul is width-invariant (synthesized Q4_K_M files: Q4_K and Q6_K weights, rows of whole 256-element
+// super-blocks; F16 and BF16 files: the float tensor-core kernel) and with the automatic attention (fixed key
+// slices). Nothing here allows a near-tie: a verify row must give the bits of the one-row decode of the same
+// position.
 //   - alone: n-gram prompt lookup and a draft model (the target itself, so every draft must be accepted: a
 //     single differing bit in a verify row's logits could reject one);
 //   - batched: eight sequences, plain and speculating, in steps of up to 64 rows, against each alone;
@@ -10,6 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
 #include <random>
 
 #include "engine/engine.h"
@@ -37,38 +41,47 @@ constexpr int32_t kSeqs = 8;
 constexpr int32_t kMaxDraft = 7;
 constexpr int32_t kTokens = 48;
 
-class CudaSpeculation : public ::testing::Test {
+// A synthesized tiny model of one weight type on the GPU, made once per type for the whole suite.
+struct Loaded {
+  fs::path path;
+  std::shared_ptr<const ModelWeights> weights;
+  std::unique_ptr<Model> model;
+};
+
+class CudaSpeculation : public ::testing::TestWithParam<const char*> {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    if (cuda_devices(&why).empty()) return;
-    path_ = new fs::path(testing::temp_dir() / "cuda-speculation-tiny-q4_k_m.gguf");
-    SynthOptions so;
-    so.preset = "tiny";
-    so.type = "q4_k_m";
-    so.seed = 7;
-    ASSERT_TRUE(write_synthetic_model(so, path_->string()).ok());
-    auto w = ModelWeights::open(path_->string());
-    ASSERT_TRUE(w.ok()) << w.status().to_string();
-    OpsOptions ops;
-    ops.device = Device::kCuda;
-    weights_ = new std::shared_ptr<const ModelWeights>(std::move(w).value());
-    auto m = create_model(*weights_, ops);
-    ASSERT_TRUE(m.ok()) << m.status().to_string();
-    model_ = std::move(m).value().release();
-  }
   static void TearDownTestSuite() {
-    delete model_;
-    model_ = nullptr;
-    delete weights_;
-    weights_ = nullptr;
-    if (path_) fs::remove(*path_);
-    delete path_;
-    path_ = nullptr;
+    for (auto& [type, l] : loaded_) {
+      l.model.reset();
+      l.weights.reset();
+      fs::remove(l.path);
+    }
+    loaded_.clear();
   }
   void SetUp() override {
     SAKER_REQUIRE_GPU();
-    ASSERT_NE(model_, nullptr);
+    const std::string type = GetParam();
+    auto it = loaded_.find(type);
+    if (it == loaded_.end()) {
+      Loaded l;
+      l.path = testing::temp_dir() / ("cuda-speculation-tiny-" + type + ".gguf");
+      SynthOptions so;
+      so.preset = "tiny";
+      so.type = type;
+      so.seed = 7;
+      ASSERT_TRUE(write_synthetic_model(so, l.path.string()).ok());
+      auto w = ModelWeights::open(l.path.string());
+      ASSERT_TRUE(w.ok()) << w.status().to_string();
+      l.weights = std::move(w).value();
+      OpsOptions ops;
+      ops.device = Device::kCuda;
+      auto m = create_model(l.weights, ops);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      l.model = std::move(m).value();
+      it = loaded_.emplace(type, std::move(l)).first;
+    }
+    model_ = it->second.model.get();
+    weights_ = &it->second.weights;
   }
 
   // Random prompts of 20-60 tokens over the model's vocabulary (ids 2 and up).
@@ -102,14 +115,14 @@ class CudaSpeculation : public ::testing::Test {
   }
   // The target drafting for itself: its greedy chain is what verification must accept. One draft batch for
   // every sequence, as the CLI runs it.
-  static ProposerFactory self_draft(int32_t n_slots = kSeqs) {
+  ProposerFactory self_draft(int32_t n_slots = kSeqs) {
     auto f = spec::DraftModelProposer::factory(*model_, n_slots, 256, kMaxDraft);
     EXPECT_TRUE(f.ok()) << f.status().to_string();
     return f.ok() ? *f : nullptr;
   }
 
   // A random DFlash drafter of the target's shape on the GPU, block kMaxDraft + 1, a slot per sequence.
-  static ProposerFactory dflash_on_gpu(int32_t n_slots) {
+  ProposerFactory dflash_on_gpu(int32_t n_slots) {
     auto dw = spec::DFlashWeights::random(*weights_, 2, kMaxDraft + 1, 3);
     EXPECT_TRUE(dw.ok()) << dw.status().to_string();
     if (!dw.ok()) return nullptr;
@@ -120,9 +133,9 @@ class CudaSpeculation : public ::testing::Test {
     return f.ok() ? *f : nullptr;
   }
 
-  static inline Model* model_ = nullptr;
-  static inline std::shared_ptr<const ModelWeights>* weights_ = nullptr;
-  static inline fs::path* path_ = nullptr;
+  Model* model_ = nullptr;
+  const std::shared_ptr<const ModelWeights>* weights_ = nullptr;
+  static inline std::map<std::string, Loaded> loaded_;
 };
 
 // Expects every request's tokens to equal `plain`; returns the draft statistics summed over the requests.
@@ -175,7 +188,7 @@ std::vector<Outcome> run_speculating(Model& model, const std::vector<std::vector
   return got;
 }
 
-TEST_F(CudaSpeculation, AloneEqualsPlainGreedyDecoding) {
+TEST_P(CudaSpeculation, AloneEqualsPlainGreedyDecoding) {
   const auto ps = prompts(kSeqs);
   const std::vector<GenerateOptions> opts(ps.size(), greedy_options(kTokens));
   const auto plain = run_alone(*model_, ps, opts, engine_options());
@@ -185,7 +198,7 @@ TEST_F(CudaSpeculation, AloneEqualsPlainGreedyDecoding) {
   EXPECT_GT(self.mean_accepted_length(), kMaxDraft);
 }
 
-TEST_F(CudaSpeculation, BatchedEqualsPlainDecodingAlone) {
+TEST_P(CudaSpeculation, BatchedEqualsPlainDecodingAlone) {
   const auto ps = prompts(kSeqs);
   const std::vector<GenerateOptions> opts(ps.size(), greedy_options(kTokens));
   const auto plain = run_alone(*model_, ps, opts, engine_options());
@@ -206,7 +219,7 @@ TEST_F(CudaSpeculation, BatchedEqualsPlainDecodingAlone) {
   EXPECT_GT(self.mean_accepted_length(), kMaxDraft);
 }
 
-TEST_F(CudaSpeculation, DFlashDrafterOnTheGpuKeepsPlainDecodingsTokens) {
+TEST_P(CudaSpeculation, DFlashDrafterOnTheGpuKeepsPlainDecodingsTokens) {
   const auto ps = prompts(kSeqs);
   const std::vector<GenerateOptions> opts(ps.size(), greedy_options(kTokens));
   const auto plain = run_alone(*model_, ps, opts, engine_options());
@@ -221,6 +234,9 @@ TEST_F(CudaSpeculation, DFlashDrafterOnTheGpuKeepsPlainDecodingsTokens) {
                                       "DFlash (random) on the GPU, batched");
   EXPECT_GT(all.verify_steps, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaSpeculation, ::testing::Values("q4_k_m", "f16", "bf16"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace saker

@@ -35,8 +35,10 @@ class CudaMatmulContext final : public MatmulContext {
     cudaFree(w_scratch_);
     cudaFree(q8_.xq);
     cudaFree(q8_.xs);
+    cudaFree(x16_.x);
   }
   detail::Q8Scratch q8_scratch() const { return q8_; }
+  detail::X16Scratch x16_scratch() const { return x16_; }
   int64_t max_kernel_rows() const override { return kKernelRows; }
   bool has_library() const { return handle_ != nullptr; }
 
@@ -54,6 +56,10 @@ class CudaMatmulContext final : public MatmulContext {
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&q8_.xs, xs_bytes));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xq, 0, xq_bytes));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xs, 0, xs_bytes));
+    // f16 / bf16 activations of the width-invariant float kernel (decode and verify widths).
+    x16_.rows = std::min(max_rows, kKernelRows);
+    x16_.n_in = max_n_in;
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&x16_.x, static_cast<size_t>(x16_.rows * max_n_in) * 2));
     if (max_rows <= kKernelRows) return {};  // decode-only context: no library handle, no scratch
     SAKER_RETURN_IF_ERROR(cublas_status(cublasCreate(&handle_), "cublasCreate"));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&workspace_, kWorkspaceBytes));
@@ -118,6 +124,7 @@ class CudaMatmulContext final : public MatmulContext {
   void* x_scratch_ = nullptr;   // [max_rows, max_n_in] f16 or bf16: activations in the GEMM's input type
   __half* w_scratch_ = nullptr;  // [w_chunk_rows, max_n_in] f16: a chunk of dequantised weight rows
   detail::Q8Scratch q8_;        // int8 activations for the dp4a decode kernels
+  detail::X16Scratch x16_;      // f16 / bf16 activations for the width-invariant float kernel
 };
 
 }  // namespace
@@ -141,6 +148,7 @@ Status gemm_prefill(MatmulContext& ctx, const DeviceMatrix& w, const float* x, i
 }
 
 Q8Scratch q8_scratch(MatmulContext& ctx) { return static_cast<CudaMatmulContext&>(ctx).q8_scratch(); }
+X16Scratch x16_scratch(MatmulContext& ctx) { return static_cast<CudaMatmulContext&>(ctx).x16_scratch(); }
 
 }  // namespace detail
 }  // namespace saker::cuda

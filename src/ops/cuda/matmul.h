@@ -33,9 +33,10 @@ struct DeviceMatrix {
 // The dtypes the CUDA matmul and embedding accept.
 bool matmul_supports(DType type);
 
-// Whether matmul() of 1-64 rows gives each row the same bits whatever the row count (the K-quant kernels'
-// canonical order: Q4_K / Q5_K / Q6_K rows of whole 256-element blocks). Other weights take kernels whose
-// rounding depends on the width, so a speculative verify row can part from plain decoding at a near-tie.
+// Whether matmul() of 1-64 rows gives each row the same bits whatever the row count: the K-quant kernels'
+// canonical order (Q4_K / Q5_K / Q6_K rows of whole 256-element blocks) and the F16 / BF16 tensor-core kernel
+// (n_in a multiple of 128). Other weights take kernels whose rounding depends on the width, so a speculative
+// verify row can part from plain decoding at a near-tie. False under SAKER_CUDA_MATMUL=simple|fma|legacy.
 bool matmul_width_invariant(DType type, int64_t n_in);
 
 // Uploads host tensors [n_out_i, n_in] (same dtype, same n_in) stacked along n_out; synchronous.

@@ -3,13 +3,15 @@
 // SAKER_CUDA_MATMUL=simple (core/env.h) forces the reference kernel for every row count, to bisect;
 // SAKER_CUDA_MATMUL=fma keeps verify widths on the FMA kernels instead of the tensor-core kernel, and decode
 // rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels;
-// SAKER_CUDA_MATMUL=legacy keeps K-quant rows off both width-invariant kernels (the previous dispatch: dp4a
-// up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare.
+// SAKER_CUDA_MATMUL=legacy keeps rows off the width-invariant kernels (the previous dispatch: K-quants on dp4a
+// up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32; F16 / BF16 on cuBLAS at every width),
+// to compare.
 #include <cstring>
 #include <string>
 
 #include "core/env.h"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/float_mma_layout.h"
 #include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/matmul_internal.cuh"
 
@@ -114,6 +116,10 @@ bool force_legacy() {
   return legacy;
 }
 
+// The width-invariant F16 / BF16 kernel unless a SAKER_CUDA_MATMUL mode asks for the older paths (legacy: F16
+// and BF16 through cuBLAS at every width, as before it).
+bool float_kernel_on() { return !force_simple() && !force_fma() && !force_legacy(); }
+
 }  // namespace
 
 bool matmul_supports(DType type) {
@@ -121,6 +127,8 @@ bool matmul_supports(DType type) {
 }
 
 bool matmul_width_invariant(DType type, int64_t n_in) {
+  if (force_simple() || force_fma() || force_legacy()) return false;
+  if (type == DType::kF16 || type == DType::kBF16) return float_mma::n_in_supported(n_in);
   return (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) && n_in % kq::kBlock == 0;
 }
 
@@ -207,6 +215,12 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
                                            out_stride, accumulate, stream);
       }
       return detail::launch_matmul_kq(w, x, rows, out, out_stride, accumulate, q8.xq, q8.xs, stream);
+    }
+    if (float_kernel_on()) {
+      const detail::X16Scratch x16 = detail::x16_scratch(ctx);
+      if (detail::matmul_float_wi_supported(w, rows, x16.rows, x16.n_in)) {
+        return detail::launch_matmul_float_wi(w, x, rows, out, out_stride, accumulate, x16.x, stream);
+      }
     }
     if (!force_fma() && library_beats_kernels(w, rows) && detail::gemm_available(ctx)) {
       return detail::gemm_prefill(ctx, w, x, rows, out, out_stride, accumulate, stream);

@@ -69,6 +69,14 @@ bool matmul_kq_supported(const DeviceMatrix& w, const float* x, int64_t rows, in
 Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
                         bool accumulate, int8_t* xq, void* kx_scratch, cudaStream_t stream);
 
+// The width-invariant F16 / BF16 kernel (matmul_float_wi.cu) for 1 .. 64 rows with n_in a multiple of 128:
+// activations rounded to the weight's type (in registers, or into x16 scratch of [rows, n_in] 16-bit values
+// by one conversion launch), f32 accumulation in a fixed order, so a row's bits never depend on how many rows
+// share the call. Launches only: graph-capture safe.
+bool matmul_float_wi_supported(const DeviceMatrix& w, int64_t rows, int64_t scratch_rows, int64_t scratch_n_in);
+Status launch_matmul_float_wi(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                              bool accumulate, void* x16, cudaStream_t stream);
+
 // Rows [row0, row0 + n_rows) of a quantized w dequantised to f16: dst [n_rows, n_in].
 Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows, __half* dst, cudaStream_t stream);
 // f32 -> f16 (to == kF16) or bf16 (to == kBF16), n elements.
@@ -94,5 +102,12 @@ struct Q8Scratch {
   int64_t rows = 0, n_in = 0;
 };
 Q8Scratch q8_scratch(MatmulContext& ctx);
+
+// The context's f16 / bf16 activation scratch (min(max_rows, 64) x max_n_in 16-bit values).
+struct X16Scratch {
+  void* x = nullptr;
+  int64_t rows = 0, n_in = 0;
+};
+X16Scratch x16_scratch(MatmulContext& ctx);
 
 }  // namespace saker::cuda::detail

@@ -1,0 +1,158 @@
+// The width-invariant F16 / BF16 matmul (matmul_float_wi.cu): outputs match a host dot product of the same
+// rounded inputs (x rounded to the weight's type, f32 accumulation) to accumulation-order tolerance, and a
+// row's output is the same, bit for bit, whether it is multiplied alone or with up to 63 other rows, from
+// aligned or misaligned activations. Speculative and batched greedy output on F16 / BF16 files equal plain
+// decoding only if the second holds.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "core/half.h"
+#include "ops/cuda/matmul.h"
+#include "ops/cuda_test_util.h"
+#include "ops/matmul_test_util.h"
+
+namespace saker {
+namespace {
+
+bool float_path_on() {
+  const char* env = debug_env().cuda_matmul;
+  return env == nullptr || (std::strcmp(env, "fma") != 0 && std::strcmp(env, "simple") != 0 &&
+                            std::strcmp(env, "legacy") != 0);
+}
+
+float round_to(DType type, float v) {
+  return type == DType::kF16 ? fp16_to_fp32(fp32_to_fp16(v)) : bf16_to_fp32(fp32_to_bf16(v));
+}
+
+struct Shape {
+  DType type;
+  int64_t n_out, n_in;
+};
+
+// Odd n_out (partial m-tiles of 16 and 32 rows), the smallest n_in (one chunk a warp), and decode sizes.
+constexpr Shape kShapes[] = {
+    {DType::kF16, 301, 2304}, {DType::kF16, 37, 128},    {DType::kF16, 64, 12288},
+    {DType::kBF16, 301, 2304}, {DType::kBF16, 45, 4096}, {DType::kBF16, 16, 128},
+};
+
+struct Upload {
+  cuda::DeviceMatrix dm;
+  std::vector<float> w;  // the weights as stored (rounded to the type)
+};
+
+Upload upload(DType type, int64_t n_out, int64_t n_in, uint32_t seed) {
+  Upload u;
+  std::vector<uint8_t> bytes = testing::make_weights(type, n_out, n_in, seed);
+  u.w.resize(static_cast<size_t>(n_out * n_in));
+  for (size_t i = 0; i < u.w.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    u.w[i] = type == DType::kF16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+  }
+  const TensorView part = TensorView::contiguous(bytes.data(), type, {n_out, n_in});
+  auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
+  EXPECT_TRUE(dm.ok()) << dm.status().message();
+  if (dm.ok()) u.dm = *dm;
+  return u;
+}
+
+TEST(CudaMatmulFloat, MatchesHostDotOfRoundedInputs) {
+  SAKER_REQUIRE_GPU();
+  if (!float_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  auto ctx = cuda::MatmulContext::create(64, 12288, 301);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 5100;
+  for (const Shape& sh : kShapes) {
+    ASSERT_TRUE(cuda::matmul_width_invariant(sh.type, sh.n_in));
+    Upload u = upload(sh.type, sh.n_out, sh.n_in, seed++);
+    ASSERT_NE(u.dm.data, nullptr);
+    for (int64_t rows : {1, 5, 16, 64}) {
+      const std::vector<float> x = testing::random_floats(static_cast<size_t>(rows * sh.n_in), seed++);
+      const std::vector<float> base = testing::random_floats(static_cast<size_t>(rows * sh.n_out), seed++);
+      for (bool accumulate : {false, true}) {
+        testing::DeviceArray<float> dx(x), dout(base);
+        ASSERT_TRUE(cuda::matmul(**ctx, u.dm, dx.get(), rows, dout.get(), sh.n_out, accumulate, nullptr).ok());
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<float> got = dout.to_host();
+        int64_t bad = 0;
+        double worst = 0;
+        for (int64_t t = 0; t < rows; ++t) {
+          for (int64_t o = 0; o < sh.n_out; ++o) {
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < sh.n_in; ++i) {
+              const double p = static_cast<double>(u.w[o * sh.n_in + i]) * round_to(sh.type, x[t * sh.n_in + i]);
+              want += p;
+              mag += std::fabs(p);
+            }
+            if (accumulate) want += base[t * sh.n_out + o];
+            const double err = std::fabs(got[t * sh.n_out + o] - want);
+            const double tol = 1e-4 * mag + 1e-6;  // index errors give O(1) relative errors
+            worst = std::max(worst, err / (mag + 1e-12));
+            if (!(err <= tol) && bad++ < 5) {
+              ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows " << rows
+                            << " acc=" << accumulate << ": row " << t << " out " << o << " got "
+                            << got[t * sh.n_out + o] << " want " << want;
+            }
+          }
+        }
+        EXPECT_EQ(bad, 0) << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows " << rows
+                          << " worst error / sum|w x| " << worst;
+      }
+    }
+    cuda::free_matrix(&u.dm);
+  }
+}
+
+// A row multiplied alone, or as any row of calls of 2 .. 64 rows, gives the same bits: every n-tile and
+// m-tile choice of the launcher, f32 activations read directly (decode widths) or through the rounded
+// scratch (wider calls, misaligned x), and rows at every position of a tile.
+TEST(CudaMatmulFloat, RowsAreWidthInvariantUpTo64) {
+  SAKER_REQUIRE_GPU();
+  if (!float_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  constexpr int64_t kRows = 64;
+  auto ctx = cuda::MatmulContext::create(kRows, 12288, 301);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 5300;
+  for (const Shape& sh : kShapes) {
+    Upload u = upload(sh.type, sh.n_out, sh.n_in, seed++);
+    ASSERT_NE(u.dm.data, nullptr);
+    const std::vector<float> x = testing::random_floats(static_cast<size_t>(kRows * sh.n_in), seed++);
+    testing::DeviceArray<float> dx(x), dout(static_cast<size_t>(kRows * sh.n_out));
+    auto run = [&](const float* xd, int64_t rows) {
+      EXPECT_TRUE(cuda::matmul(**ctx, u.dm, xd, rows, dout.get(), sh.n_out, false, nullptr).ok());
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<float> all = dout.to_host();
+      all.resize(static_cast<size_t>(rows * sh.n_out));
+      return all;
+    };
+    const std::vector<float> full = run(dx.get(), kRows);
+    {
+      std::vector<float> shifted(x.size() + 1, 0.0f);
+      std::copy(x.begin(), x.end(), shifted.begin() + 1);
+      testing::DeviceArray<float> dxs(shifted);
+      for (int64_t rows : {1, 7, 64}) {
+        const std::vector<float> got = run(dxs.get() + 1, rows);
+        ASSERT_EQ(0, std::memcmp(got.data(), full.data(), sizeof(float) * static_cast<size_t>(rows * sh.n_out)))
+            << dtype_name(sh.type) << ": " << rows << " rows with misaligned x differ from the aligned call";
+      }
+    }
+    for (int64_t rows : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63}) {
+      for (int64_t first : {int64_t{0}, kRows - rows, (kRows - rows) / 2}) {
+        const std::vector<float> got = run(dx.get() + first * sh.n_in, rows);
+        for (int64_t t = 0; t < rows; ++t) {
+          ASSERT_EQ(0, std::memcmp(got.data() + t * sh.n_out, full.data() + (first + t) * sh.n_out,
+                                   sizeof(float) * static_cast<size_t>(sh.n_out)))
+              << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << ": row " << first + t << " in a call of "
+              << rows << " rows from " << first << " differs from the 64-row call";
+        }
+      }
+    }
+    cuda::free_matrix(&u.dm);
+  }
+}
+
+}  // namespace
+}  // namespace saker
