@@ -121,14 +121,15 @@ class CudaSpeculation : public ::testing::TestWithParam<const char*> {
     return f.ok() ? *f : nullptr;
   }
 
-  // A random DFlash drafter of the target's shape on the GPU, block kMaxDraft + 1, a slot per sequence.
-  ProposerFactory dflash_on_gpu(int32_t n_slots) {
+  // A random DFlash drafter of the target's shape on the GPU, block kMaxDraft + 1, a slot per sequence; its
+  // chain, or trees of tree_budget nodes.
+  ProposerFactory dflash_on_gpu(int32_t n_slots, int32_t tree_budget = 0) {
     auto dw = spec::DFlashWeights::random(*weights_, 2, kMaxDraft + 1, 3);
     EXPECT_TRUE(dw.ok()) << dw.status().to_string();
     if (!dw.ok()) return nullptr;
     OpsOptions gpu;
     gpu.device = Device::kCuda;
-    auto f = spec::DFlashProposer::factory(*dw, n_slots, engine_options().n_ctx, 0, gpu);
+    auto f = spec::DFlashProposer::factory(*dw, n_slots, engine_options().n_ctx, tree_budget, gpu);
     EXPECT_TRUE(f.ok()) << f.status().to_string();
     return f.ok() ? *f : nullptr;
   }
@@ -232,6 +233,25 @@ TEST_P(CudaSpeculation, DFlashDrafterOnTheGpuKeepsPlainDecodingsTokens) {
   ASSERT_TRUE(shared);
   const DraftStats all = expect_equal(run_speculating(*model_, ps, opts, engine_options(), kSeqs, shared), plain,
                                       "DFlash (random) on the GPU, batched");
+  EXPECT_GT(all.verify_steps, 0);
+}
+
+// Draft trees verified on the GPU: a node reads its ancestors through plain decoding's view of them (the
+// attention's exact trees), so the committed tokens equal plain decoding's. Trees of kMaxDraft nodes keep a
+// step of eight sequences within 64 rows.
+TEST_P(CudaSpeculation, DFlashTreesOnTheGpuKeepPlainDecodingsTokens) {
+  const auto ps = prompts(kSeqs);
+  const std::vector<GenerateOptions> opts(ps.size(), greedy_options(kTokens));
+  const auto plain = run_alone(*model_, ps, opts, engine_options());
+  const ProposerFactory alone = dflash_on_gpu(1, kMaxDraft);
+  ASSERT_TRUE(alone);
+  const DraftStats one = expect_equal(run_speculating(*model_, ps, opts, engine_options(), 1, alone), plain,
+                                      "DFlash trees (random) on the GPU, alone");
+  EXPECT_GT(one.verify_steps, 0);
+  const ProposerFactory shared = dflash_on_gpu(kSeqs, kMaxDraft);
+  ASSERT_TRUE(shared);
+  const DraftStats all = expect_equal(run_speculating(*model_, ps, opts, engine_options(), kSeqs, shared), plain,
+                                      "DFlash trees (random) on the GPU, batched");
   EXPECT_GT(all.verify_steps, 0);
 }
 

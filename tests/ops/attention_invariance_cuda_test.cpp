@@ -2,7 +2,8 @@
 // other rows and sequences of the batch, nor on the launch's context capacity. Checked by running one
 // mixed batch (decode rows, causal verify chains, a draft tree, interleaved) and then each sequence alone,
 // each causal row as a one-row decode, and the whole batch at a larger capacity, all on the same f16
-// cache, comparing bits. Accuracy against the ref op is attention_cuda_test's job (kSplitFixed included).
+// cache, comparing bits; and every draft-tree node against plain decoding of its chain (its ancestors' K/V
+// at consecutive slots), so a verified tree commits the tokens plain decoding would. Accuracy against the ref op is attention_cuda_test's job (kSplitFixed included).
 #include <cstring>
 #include <random>
 #include <string>
@@ -80,6 +81,44 @@ struct Cache {
   DeviceArray<uint16_t> k, v;
   Cache(const std::vector<uint16_t>& kh, const std::vector<uint16_t>& vh) : k(kh), v(vh) {}
 };
+
+// Tree token t of b as plain decoding runs the same token: a one-row causal decode over a fresh sequence
+// whose slots hold the committed prefix and then the token's ancestors in depth order (their K/V rows copied
+// into new blocks appended to the cache). row_elems: halves per slot (n_head_kv * head_dim).
+struct PlainTreeRow {
+  OwnedBatch batch;
+  std::vector<int32_t> table;
+  std::vector<uint16_t> k, v;
+};
+void as_plain_decode_of_tree_row(const BuiltBatch& b, size_t t, const std::vector<uint16_t>& kh,
+                                 const std::vector<uint16_t>& vh, int64_t row_elems, PlainTreeRow* out) {
+  const AttentionSequence& s = b.seqs[b.token_seq[t]];
+  const int32_t bs = b.block_size, pos = b.token_pos[t], n_ctx = pos + 1;
+  std::vector<int32_t> src(static_cast<size_t>(n_ctx));
+  for (int32_t l = 0; l < s.tree_start; ++l) src[l] = l;
+  for (int32_t a = static_cast<int32_t>(t); a >= 0; a = b.token_parent[a]) src[b.token_pos[a]] = b.token_slot[a];
+  const int32_t n_new_blocks = (n_ctx + bs - 1) / bs;
+  out->k = kh;
+  out->v = vh;
+  out->k.resize(kh.size() + static_cast<size_t>(n_new_blocks) * bs * row_elems);
+  out->v.resize(out->k.size());
+  out->table.clear();
+  for (int32_t i = 0; i < n_new_blocks; ++i) out->table.push_back(b.n_blocks + i);
+  for (int32_t l = 0; l < n_ctx; ++l) {
+    const int64_t from = (static_cast<int64_t>(s.block_table[src[l] / bs]) * bs + src[l] % bs) * row_elems;
+    const int64_t to = (static_cast<int64_t>(b.n_blocks) * bs + l) * row_elems;
+    std::copy_n(kh.begin() + from, row_elems, out->k.begin() + to);
+    std::copy_n(vh.begin() + from, row_elems, out->v.begin() + to);
+  }
+  OwnedBatch& o = out->batch;
+  o = OwnedBatch{};
+  o.seqs.push_back({out->table, n_ctx, kCausal, 0});
+  o.token_seq = {0};
+  o.token_slot = {pos};
+  o.token_pos = {pos};
+  o.token_parent = {-1};
+  o.rows = {static_cast<int64_t>(t)};
+}
 
 // cuda::attention (g.kernel) over `batch` with the q rows of the batch it came from (q_all [T_all,
 // q_width]); the output rows [T, q_width], empty on failure (why says what failed).
@@ -170,6 +209,20 @@ void expect_invariant(const std::vector<SeqSpec>& specs, const Geometry& g, uint
     ++decode_rows;
   }
   EXPECT_EQ(differing, 0) << what << ": of " << decode_rows << " causal rows run as one-row decodes";
+
+  // Every draft-tree node gives the bits plain decoding gives the same token at the same position.
+  int tree_rows = 0, tree_differing = 0;
+  for (size_t t = 0; t < b.token_seq.size(); ++t) {
+    if (b.seqs[b.token_seq[t]].mask != kTree) continue;
+    PlainTreeRow plain;
+    as_plain_decode_of_tree_row(b, t, kh, vh, static_cast<int64_t>(g.n_head_kv) * g.head_dim, &plain);
+    const Cache plain_cache(plain.k, plain.v);
+    const std::vector<float> got = run(plain.batch, q, plain_cache, g, kBlock, 0, &why);
+    ASSERT_FALSE(got.empty()) << what << ": " << why;
+    tree_differing += count_differing_rows(plain.batch, got, whole, W);
+    ++tree_rows;
+  }
+  EXPECT_EQ(tree_differing, 0) << what << ": of " << tree_rows << " tree rows against plain decoding of their chain";
 }
 
 // The automatic choice (the tensor-core kernel on fixed slices) and the f32 split-K kernel on the same slices.
@@ -179,7 +232,8 @@ TEST(CudaAttentionInvariance, RowsGiveTheSameBitsAloneOrBatched) {
   SAKER_REQUIRE_GPU();
   // Decode rows at contexts on and off slice boundaries, verify chains of 16 and 64 rows, a draft tree.
   const std::vector<SeqSpec> mixed = {{1000, 1, kCausal}, {300, 16, kCausal}, {5000, 1, kCausal},
-                                      {40, 64, kCausal},  {700, 12, kTree},   {255, 5, kCausal}};
+                                      {40, 64, kCausal},  {700, 12, kTree},   {255, 5, kCausal},
+                                      {127, 20, kTree}};  // a tree across a slice boundary
   for (cuda::AttentionKernel k : kFixedKernels) {
     const std::string name = k == cuda::AttentionKernel::kAuto ? "auto" : "f32";
     Geometry g;

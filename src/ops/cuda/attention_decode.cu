@@ -69,7 +69,8 @@ __host__ __device__ SharedLayout shared_layout(int32_t n_queries, int32_t n_rows
 // Global -> registers for keys [k0, k0 + kKeys) of `seq` (zeros outside [klo, kend)).
 template <int D>
 __device__ __forceinline__ void load_tile(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0, int32_t klo,
-                                          int32_t kend, uint4 (&kr)[Tile<D>::kLoads], uint4 (&vr)[Tile<D>::kLoads]) {
+                                          int32_t kend, uint4 (&kr)[Tile<D>::kLoads], uint4 (&vr)[Tile<D>::kLoads],
+                                          const attn_tile::PassTail* tail) {
   using T = Tile<D>;
 #pragma unroll
   for (int i = 0; i < T::kLoads; ++i) {
@@ -77,7 +78,8 @@ __device__ __forceinline__ void load_tile(const SplitAttentionArgs& a, int32_t s
     const int j = c / T::kChunks, chunk = c % T::kChunks;
     const int32_t s = k0 + j;
     if (s >= klo && s < kend) {
-      const int64_t off = (attn_cache_row(a.packed, a.layout, seq, s, a.block_size) * a.n_head_kv + g) * D + chunk * 8;
+      const int64_t row = attn_cache_row(a.packed, a.layout, seq, attn_tile::pass_key_slot(tail, s), a.block_size);
+      const int64_t off = (row * a.n_head_kv + g) * D + chunk * 8;
       kr[i] = __ldg(reinterpret_cast<const uint4*>(a.k_cache + off));
       vr[i] = __ldg(reinterpret_cast<const uint4*>(a.v_cache + off));
     } else {
@@ -117,12 +119,16 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
   float* fs = reinterpret_cast<float*>(smem + sl.fac);
   RowInfo* rows = reinterpret_cast<RowInfo*>(smem + sl.rows);
   __shared__ int32_t pass_seq, pass_rows, pass_lo, pass_hi;
+  __shared__ attn_tile::PassTail tail_s;  // fixed slices: a tree row's chain (exact trees, attention_tiles.cuh)
+  attn_tile::PassTail* tail = a.split_keys > 0 ? &tail_s : nullptr;
 
   const int32_t n_here = min(a.rows_per_tile, n_tokens - t0);
   uint64_t todo = n_here >= 64 ? ~0ull : ((1ull << n_here) - 1);
   // A tile normally holds tokens of one sequence; otherwise each sequence present is one pass.
   while (todo != 0) {
-    if (threadIdx.x == 0) gather_pass_rows(a, t0, n_here, todo, 0, rows, pass_seq, pass_rows, pass_lo, pass_hi);
+    if (threadIdx.x == 0) {
+      gather_pass_rows(a, t0, n_here, todo, 0, rows, pass_seq, pass_rows, pass_lo, pass_hi, split, tail);
+    }
     __syncthreads();
     const int32_t seq = pass_seq, n_rows = pass_rows, nq = n_rows * G;
     for (int r = 0; r < n_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
@@ -151,11 +157,11 @@ __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const Spli
     }
 
     uint4 kr[T::kLoads], vr[T::kLoads];
-    if (kb < ke) load_tile<D>(a, seq, g, kb, pass_lo, ke, kr, vr);
+    if (kb < ke) load_tile<D>(a, seq, g, kb, pass_lo, ke, kr, vr, tail);
     for (int32_t k0 = kb; k0 < ke; k0 += T::kKeys) {
       store_tile<D>(ks, vs, kr, vr);
       __syncthreads();
-      if (k0 + T::kKeys < ke) load_tile<D>(a, seq, g, k0 + T::kKeys, pass_lo, ke, kr, vr);
+      if (k0 + T::kKeys < ke) load_tile<D>(a, seq, g, k0 + T::kKeys, pass_lo, ke, kr, vr, tail);
 
       // Scores: a warp covers consecutive keys of one query (broadcast q, conflict-free K rows).
       for (int e = threadIdx.x; e < nq * T::kKeys; e += kThreads) {

@@ -17,7 +17,8 @@
 // round-to-nearest intrinsics so that no instantiation contracts them differently. Output: the normalised
 // rows (one slice) or (m, l, sums) partials for the combine kernel, exactly as the split-K kernels write
 // them. K/V tiles stream through two cp.async stages: the next tile's loads are issued once every warp is
-// past the previous one (after the scores' barrier).
+// past the previous one (after the scores' barrier). Draft-tree rows read their keys through the logical view
+// of plain decoding (PassTail, attention_tiles.cuh), so a verified tree node gets a one-row decode's bits.
 #include <cfloat>
 
 #include "ops/cuda/attention_kernels.h"
@@ -62,6 +63,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
   float* red_sum = red_max + kWarps * R;                                            // [kWarps, R]
   __shared__ RowInfo rows[kMaxRows];
   __shared__ int32_t pass_seq, pass_rows, pass_lo, pass_hi;
+  __shared__ PassTail tail;  // a tree row's chain (exact trees, attention_tiles.cuh)
 
   const int32_t split = blockIdx.x, g = blockIdx.y, group = a.group;
   const int32_t t0 = blockIdx.z * a.rows_per_tile, n_tokens = a.layout.n_tokens;
@@ -72,7 +74,9 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
 
   uint64_t todo = n_here >= 64 ? ~0ull : ((1ull << n_here) - 1);
   while (todo != 0) {
-    if (threadIdx.x == 0) gather_pass_rows(a, t0, n_here, todo, 0, rows, pass_seq, pass_rows, pass_lo, pass_hi);
+    if (threadIdx.x == 0) {
+      gather_pass_rows(a, t0, n_here, todo, 0, rows, pass_seq, pass_rows, pass_lo, pass_hi, split, &tail);
+    }
     __syncthreads();
     const int32_t seq = pass_seq, nq = pass_rows * group, n_mt = (nq + 15) / 16;
     for (int r = 0; r < pass_rows; ++r) todo &= ~(1ull << (rows[r].token - t0));
@@ -94,7 +98,9 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
 #pragma unroll
     for (int st = 0; st < kStages - 1; ++st) {
       const int32_t k0 = kb + st * kKeys;
-      if (k0 < ke) load_kv<D, kKeys, kThreads>(a, seq, g, k0, pass_lo, ke, kv + 2 * st * G::kKv, kv + (2 * st + 1) * G::kKv);
+      if (k0 < ke) {
+        load_kv<D, kKeys, kThreads>(a, seq, g, k0, pass_lo, ke, kv + 2 * st * G::kKv, kv + (2 * st + 1) * G::kKv, &tail);
+      }
       cp_async_commit();
     }
 
@@ -172,7 +178,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
       {  // Tile it + kStages - 1 into the stage tile it - 1 used (everyone is past it: see the barrier above).
         const int32_t kn = k0 + (kStages - 1) * kKeys;
         __half* st = kv + 2 * ((it + kStages - 1) % kStages) * G::kKv;
-        if (kn < ke) load_kv<D, kKeys, kThreads>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv);
+        if (kn < ke) load_kv<D, kKeys, kThreads>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv, &tail);
         cp_async_commit();
       }
 

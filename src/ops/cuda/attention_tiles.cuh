@@ -44,16 +44,74 @@ struct RowInfo {
   int32_t tree_start;  // slots >= tree_start go through attn_key_visible (INT32_MAX outside a tree)
 };
 
+// Exact trees on fixed slices. A draft tree's node at depth d (position tree_start + d) sees the committed
+// prefix and its ancestors, which sit at whatever slots the tree builder gave them; plain decoding of the same
+// token sees the same keys at slots tree_start .. tree_start + d in depth order. On fixed slices a key's slot
+// decides its tile, its place in the tile and so the rounding, so a node's row reads its keys through the
+// logical view plain decoding has: logical slot tree_start + k is the slot of its ancestor at depth k (the
+// chain holds exactly one node per depth), and visibility is causal in logical slots. Rows of one tree share
+// a pass on slices wholly below tree_start (identical keys); a slice that reaches tree_start is run for one
+// row at a time, with that row's chain in PassTail.
+constexpr int kMaxTreeTail = 64;  // deeper chains keep the shared-slot reading (exact only on the CPU)
+struct PassTail {
+  int32_t start;                 // logical slots >= start read slot[s - start]; INT32_MAX: no remap
+  int32_t slot[kMaxTreeTail];
+};
+
+// The slot of the sequence that holds logical key slot s of the pass.
+__device__ __forceinline__ int32_t pass_key_slot(const PassTail* tail, int32_t s) {
+  return (tail == nullptr || s < tail->start) ? s : tail->slot[s - tail->start];
+}
+
+// The chain of tree token t (slots by depth) into tail; false when deeper than kMaxTreeTail.
+__device__ __forceinline__ bool fill_tree_tail(const SplitAttentionArgs& a, int32_t t, int32_t tree_start,
+                                               PassTail* tail) {
+  const int32_t* p = a.packed;
+  for (int32_t n = t; n >= 0; n = p[a.layout.token_parent + n]) {
+    const int32_t depth = p[a.layout.token_pos + n] - tree_start;
+    if (depth < 0 || depth >= kMaxTreeTail) return false;
+    tail->slot[depth] = p[a.layout.token_slot + n];
+  }
+  return true;
+}
+
 // Thread 0 only: gathers the pending rows (bits of todo, tile rows from t0) of the lowest pending row's
 // sequence into rows[0, n), rows [n, fill_to) as unused, and publishes the pass (sequence, row count,
-// union of the rows' key ranges) through the pass_* shared variables.
+// union of the rows' key ranges) through the pass_* shared variables. With `tail` (kernels on fixed slices,
+// `split` their slice), tree rows take the logical view above.
 __device__ __forceinline__ void gather_pass_rows(const SplitAttentionArgs& a, int32_t t0, int32_t n_here, uint64_t todo,
                                                  int fill_to, RowInfo* rows, int32_t& pass_seq, int32_t& pass_rows,
-                                                 int32_t& pass_lo, int32_t& pass_hi) {
+                                                 int32_t& pass_lo, int32_t& pass_hi, int32_t split = 0,
+                                                 PassTail* tail = nullptr) {
   const int32_t* p = a.packed;
   const int leader = __ffsll(static_cast<long long>(todo)) - 1;
   const int32_t seq = p[a.layout.token_seq + t0 + leader];
+  const bool tree = p[a.layout.seq_mask + seq] == static_cast<int32_t>(AttentionMask::kTree);
+  if (tail != nullptr) tail->start = INT32_MAX;
   int32_t n = 0, lo = INT32_MAX, hi = 0;
+  if (tree && tail != nullptr && a.split_keys > 0) {
+    const int32_t ts = p[a.layout.seq_tree_start + seq];
+    const bool prefix_slice = static_cast<int64_t>(split + 1) * a.split_keys <= ts;
+    if (prefix_slice || fill_tree_tail(a, t0 + leader, ts, tail)) {
+      for (int r = leader; r < n_here; ++r) {
+        const int32_t t = t0 + r;
+        if (!((todo >> r) & 1) || p[a.layout.token_seq + t] != seq) continue;
+        if (!prefix_slice && r != leader) continue;
+        const int32_t pos = p[a.layout.token_pos + t];
+        const RowInfo info{t, a.window > 0 ? max(0, pos - a.window + 1) : 0, pos + 1, INT32_MAX};
+        lo = min(lo, info.lo);
+        hi = max(hi, info.hi);
+        rows[n++] = info;
+      }
+      if (!prefix_slice) tail->start = ts;
+      for (int r = n; r < fill_to; ++r) rows[r] = RowInfo{-1, 0, 0, INT32_MAX};
+      pass_seq = seq;
+      pass_rows = n;
+      pass_lo = lo;
+      pass_hi = hi;
+      return;
+    }
+  }
   for (int r = leader; r < n_here; ++r) {
     const int32_t t = t0 + r;
     if (!((todo >> r) & 1) || p[a.layout.token_seq + t] != seq) continue;
@@ -62,7 +120,6 @@ __device__ __forceinline__ void gather_pass_rows(const SplitAttentionArgs& a, in
     attn_key_range(p, a.layout, t, a.window, &info.lo, &info.hi);
     lo = min(lo, info.lo);
     hi = max(hi, info.hi);
-    const bool tree = p[a.layout.seq_mask + seq] == static_cast<int32_t>(AttentionMask::kTree);
     info.tree_start = tree ? p[a.layout.seq_tree_start + seq] : INT32_MAX;
     if (tree && a.window > 0) info.lo = max(0, p[a.layout.token_pos + t] - a.window + 1);  // prefix rule
     rows[n++] = info;
@@ -151,17 +208,19 @@ struct MmaTile {
 };
 
 // Issues the cp.async copies of keys [k0, k0 + kKeys) (zero outside [klo, kend)) into one K/V buffer pair;
-// NT threads.
+// NT threads. Key slots are logical (pass_key_slot) where the pass has a tree tail.
 template <int D, int kKeys, int NT>
 __device__ __forceinline__ void load_kv(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0, int32_t klo,
-                                        int32_t kend, __half* ks, __half* vs) {
+                                        int32_t kend, __half* ks, __half* vs, const PassTail* tail = nullptr) {
   using G = MmaTile<D, kKeys>;
   for (int c = threadIdx.x; c < kKeys * G::kChunks; c += NT) {
     const int j = c / G::kChunks, chunk = c % G::kChunks;
     const int32_t s = k0 + j;
     const bool valid = s >= klo && s < kend;
     const int64_t off =
-        valid ? (attn_cache_row(a.packed, a.layout, seq, s, a.block_size) * a.n_head_kv + g) * D + chunk * 8 : 0;
+        valid ? (attn_cache_row(a.packed, a.layout, seq, pass_key_slot(tail, s), a.block_size) * a.n_head_kv + g) * D +
+                    chunk * 8
+              : 0;
     cp_async16(ks + j * G::kStride + chunk * 8, a.k_cache + off, valid);
     cp_async16(vs + j * G::kStride + chunk * 8, a.v_cache + off, valid);
   }
