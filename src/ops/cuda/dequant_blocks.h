@@ -146,48 +146,6 @@ SAKER_HD uint32_t ld_u16_a2(const uint8_t* p) {  // 2-byte aligned
 #endif
 }
 
-// Where the unit loaders of q8_dot.h read a block's bytes: GlobalLoads through the read-only data cache (global
-// memory only), PlainLoads with ordinary loads from any address space (a kernel's shared-memory stages).
-struct GlobalLoads {
-  static SAKER_HD Bytes16 ld16(const uint8_t* p) { return blocks::ld16(p); }
-  static SAKER_HD void ld8_a2(const uint8_t* p, uint32_t* w0, uint32_t* w1) { blocks::ld8_a2(p, w0, w1); }
-  static SAKER_HD uint32_t ld_u16_a2(const uint8_t* p) { return blocks::ld_u16_a2(p); }
-};
-struct PlainLoads {
-  static SAKER_HD Bytes16 ld16(const uint8_t* p) {  // 16-byte aligned
-    Bytes16 b;
-#if defined(__CUDA_ARCH__)
-    const uint4 v = *reinterpret_cast<const uint4*>(p);
-    b.w[0] = v.x;
-    b.w[1] = v.y;
-    b.w[2] = v.z;
-    b.w[3] = v.w;
-#else
-    std::memcpy(b.w, p, 16);
-#endif
-    return b;
-  }
-  static SAKER_HD void ld8_a2(const uint8_t* p, uint32_t* w0, uint32_t* w1) {  // 2-byte aligned
-#if defined(__CUDA_ARCH__)
-    const auto* base = reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
-    const uint32_t sh = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 3) * 8;
-    const uint32_t x0 = base[0], x1 = base[1];
-    const uint32_t x2 = sh != 0 ? base[2] : 0u;
-    *w0 = __funnelshift_r(x0, x1, sh);
-    *w1 = __funnelshift_r(x1, x2, sh);
-#else
-    blocks::ld8_a2(p, w0, w1);
-#endif
-  }
-  static SAKER_HD uint32_t ld_u16_a2(const uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-    return *reinterpret_cast<const unsigned short*>(p);
-#else
-    return rd_u16(p);
-#endif
-  }
-};
-
 // The 16 levels of IQ4_NL / IQ4_XS (same table as formats/quant), packed four to a word so a lookup is two
 // selects and a shift: an indexed local array would put a stack in local memory on the device.
 SAKER_HD float iq4_level(uint32_t code) {

@@ -1,7 +1,7 @@
 // The width-invariant K-quant matmul for the narrowest calls (1 .. kKqDp4aMaxRows activation rows) with
-// __dp4a: a warp walks a run of output rows, each row lane l on unit l & 7 of blocks (l >> 3) + 4i, i = 0, 1,
-// ..., so each 8-lane group reads a block's 16-byte code runs together (q8_dot.h unit loaders, from the warp's
-// shared-memory stages, below). A lane's integer share of its block's T and M (kq_canon.h) is summed over the group's eight
+// __dp4a: one warp per output row, lane l on unit l & 7 of blocks (l >> 3) + 4i, i = 0, 1, ..., so each
+// 8-lane group reads a block's 16-byte code runs together and the warp streams the row (q8_dot.h unit
+// loaders). A lane's integer share of its block's T and M (kq_canon.h) is summed over the group's eight
 // lanes by shuffles (exact), the block value is formed as the canonical kq_value_*, and block b goes to
 // stream b mod 8: group G holds streams G (even i) and G + 4 (odd i). The final butterflies over groups
 // build the canonical tree, so the bits equal the tensor-core kernel's at any width.
@@ -10,10 +10,8 @@
 // per lane), so eight lanes a block it is.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <type_traits>
 
-#include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/q8_dot.h"
@@ -96,75 +94,35 @@ template <>
 struct Dp4aFmt<DType::kQ4_K> {
   static constexpr int kBlockBytes = 144;
   static constexpr bool kMin = true;
-  __device__ __forceinline__ static q8::Q4KUnit load(const uint8_t* blk, int u) {
-    return q8::q4k_load<blocks::PlainLoads>(blk, u);
-  }
+  __device__ __forceinline__ static q8::Q4KUnit load(const uint8_t* blk, int u) { return q8::q4k_load(blk, u); }
 };
 template <>
 struct Dp4aFmt<DType::kQ5_K> {
   static constexpr int kBlockBytes = 176;
   static constexpr bool kMin = true;
-  __device__ __forceinline__ static q8::Q4KUnit load(const uint8_t* blk, int u) {
-    return q8::q5k_load<blocks::PlainLoads>(blk, u);
-  }
+  __device__ __forceinline__ static q8::Q4KUnit load(const uint8_t* blk, int u) { return q8::q5k_load(blk, u); }
 };
 template <>
 struct Dp4aFmt<DType::kQ6_K> {
   static constexpr int kBlockBytes = 210;
   static constexpr bool kMin = false;
-  __device__ __forceinline__ static q8::Q6KUnit load(const uint8_t* blk, int u) {
-    return q8::q6k_load<blocks::PlainLoads>(blk, u);
-  }
+  __device__ __forceinline__ static q8::Q6KUnit load(const uint8_t* blk, int u) { return q8::q6k_load(blk, u); }
 };
-
-// A warp streams its rows in segments of kSegBlocks weight blocks (a batch of four blocks for each of its four
-// groups) through a ring of kStages shared-memory stages filled by cp.async: the copies of kStages - 1
-// segments, possibly of the warp's next rows, are in flight while one is multiplied, whatever the compiler
-// makes of the arithmetic. (With loads straight into registers, ptxas issued each just before its use, and a
-// warp's one row of 4096 inputs was one memory latency with nothing behind it.)
-constexpr int kSegBlocks = 16;
-constexpr int kStages = 3;
 
 template <DType T, int R>
 __global__ void __launch_bounds__(kWarps * 32)
     kq_dp4a_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n_out, int n_blocks,
                    const int8_t* __restrict__ xq,     // [rows, n_in] codes
                    const KxBlock* __restrict__ kx,    // [rows, n_blocks]
-                   int64_t n_in, int rows, float* __restrict__ out, int64_t out_stride, int accumulate,
-                   int rows_per_warp) {
+                   int64_t n_in, int rows, float* __restrict__ out, int64_t out_stride, int accumulate) {
   using F = Dp4aFmt<T>;
   using WUnit = decltype(F::load(w, 0));
   using XUnit = decltype(load_x(WUnit{}, xq, kx));
-  // + 16: a segment is copied from the 16-byte boundary below it (Q6_K rows need not be 16-byte aligned).
-  constexpr int kStageBytes = kSegBlocks * F::kBlockBytes + 16;
-  static_assert(kStageBytes % 16 == 0, "stages of whole 16-byte copies");
-  __shared__ __align__(16) uint8_t ring[kWarps][kStages][kStageBytes];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, grp = lane >> 3, unit = lane & 7;
-  const int64_t o_first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * rows_per_warp;
-  if (o_first >= n_out) return;  // whole warp; no block barrier follows
-  const int64_t o_end = o_first + rows_per_warp < n_out ? o_first + rows_per_warp : n_out;
-  const int n_segs = (n_blocks + kSegBlocks - 1) / kSegBlocks;
-  const int64_t n_items = (o_end - o_first) * n_segs;
+  const int lane = threadIdx.x & 31, grp = lane >> 3, unit = lane & 7;
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  if (o >= n_out) return;  // whole warp
+  const uint8_t* wr = w + o * row_bytes;
   const unsigned gmask = 0xFFu << (8 * grp);  // the group's lanes: they run the same blocks
-
-  // Item -> (row, segment); its bytes start `skew` past the 16-byte boundary the copy starts from.
-  auto item_src = [&](int64_t item, int* nb, int* skew) {
-    const int64_t o = o_first + item / n_segs;
-    const int seg = static_cast<int>(item % n_segs);
-    *nb = min(kSegBlocks, n_blocks - seg * kSegBlocks);
-    const uint8_t* src = w + o * row_bytes + static_cast<int64_t>(seg) * kSegBlocks * F::kBlockBytes;
-    *skew = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15);
-    return src - *skew;
-  };
-  auto issue = [&](int64_t item, int stage) {
-    int nb, skew;
-    const uint8_t* src = item_src(item, &nb, &skew);
-    const int chunks = (skew + nb * F::kBlockBytes + 15) / 16;  // at most 15 bytes past the segment: the
-    for (int c = lane; c < chunks; c += 32) {                    // matrix keeps 16 bytes of slack
-      cp_async16(&ring[warp][stage][16 * c], src + 16 * c);
-    }
-  };
-
   float acc0[R], acc1[R];  // streams G and G + 4, per activation row
 #pragma unroll
   for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
@@ -173,18 +131,18 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
   for (int t = 0; t < R; ++t) xrow[t] = min(t, rows - 1);
 
-  // N blocks of this group (segment blocks grp + 4 (k0 + k), k < N) in four phases: weight unit and activation
-  // loads, integer shares, the group reductions (interleaved across the batch), then block values into the
-  // streams in block order. The group's block sequence is i = 4 seg + k, so block k goes to stream G + 4 (k & 1).
-  auto batch = [&](const uint8_t* seg_bytes, int seg, int k0, auto count) {
+  // N blocks of this group (grp + 4 (i + k), k < N) in four phases: weight and activation loads, integer
+  // shares, the group reductions (interleaved across the batch), then block values into the streams in
+  // block order. Block k of a batch starting at even i belongs to stream G + 4 (k & 1).
+  auto batch = [&](int i, auto count) {
     constexpr int N = decltype(count)::value;
     WUnit wu[N];
     XUnit xu[N][R];
 #pragma unroll
-    for (int k = 0; k < N; ++k) wu[k] = F::load(seg_bytes + (grp + 4 * (k0 + k)) * F::kBlockBytes, unit);
+    for (int k = 0; k < N; ++k) wu[k] = F::load(wr + static_cast<int64_t>(grp + 4 * (i + k)) * F::kBlockBytes, unit);
 #pragma unroll
     for (int k = 0; k < N; ++k) {
-      const int b = seg * kSegBlocks + grp + 4 * (k0 + k);
+      const int b = grp + 4 * (i + k);
 #pragma unroll
       for (int t = 0; t < R; ++t) {
         xu[k][t] = load_x(wu[k], xq + static_cast<int64_t>(xrow[t]) * n_in + static_cast<int64_t>(b) * kq::kBlock,
@@ -213,7 +171,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int t = 0; t < R; ++t) {
         const float v = unit_value(wu[k], xu[k][t].d8, tp[k][t], mp[k][t]);
-        if (((k0 + k) & 1) == 0) {
+        if (((i + k) & 1) == 0) {
           acc0[t] = kq::fadd(acc0[t], v);
         } else {
           acc1[t] = kq::fadd(acc1[t], v);
@@ -221,63 +179,31 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
   };
-
+  constexpr int U = R <= 1 ? 4 : 2;  // even
+  int i = 0;
+  for (; grp + 4 * (i + U - 1) < n_blocks; i += U) batch(i, std::integral_constant<int, U>{});
+  for (; grp + 4 * i < n_blocks; ++i) batch(i, std::integral_constant<int, 1>{});
+  __syncwarp();
+  // ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)): xor 8 pairs groups 0-1 and 2-3, xor 16 the pairs.
 #pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
-    if (st < n_items) issue(st, st);
-    cp_async_commit();
-  }
-  for (int64_t item = 0; item < n_items; ++item) {
-    if (item + kStages - 1 < n_items) issue(item + kStages - 1, static_cast<int>((item + kStages - 1) % kStages));
-    cp_async_commit();
-    cp_async_wait<kStages - 1>();  // this lane's copies of `item` have landed
-    __syncwarp();                  // and every lane's
-    const int stage = static_cast<int>(item % kStages);
-    int nb, skew;
-    item_src(item, &nb, &skew);
-    const uint8_t* seg_bytes = &ring[warp][stage][skew];
-    const int seg = static_cast<int>(item % n_segs);
-    if (nb == kSegBlocks) {
-      batch(seg_bytes, seg, 0, std::integral_constant<int, 4>{});
-    } else {
-      for (int k = 0; grp + 4 * k < nb; ++k) batch(seg_bytes, seg, k, std::integral_constant<int, 1>{});
-    }
-    __syncwarp();  // every lane is done with the stage before the next issue refills it
-    if (seg != n_segs - 1) continue;
-    // The row's last segment: ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)): xor 8 pairs groups 0-1 and
-    // 2-3, xor 16 the pairs.
-    const int64_t o = o_first + item / n_segs;
-#pragma unroll
-    for (int t = 0; t < R; ++t) {
-      float a = acc0[t], b = acc1[t];
-      a = kq::fadd(a, __shfl_xor_sync(0xFFFFFFFFu, a, 8));
-      b = kq::fadd(b, __shfl_xor_sync(0xFFFFFFFFu, b, 8));
-      a = kq::fadd(a, __shfl_xor_sync(0xFFFFFFFFu, a, 16));
-      b = kq::fadd(b, __shfl_xor_sync(0xFFFFFFFFu, b, 16));
-      if (lane == 0 && t < rows) {
-        const float y = kq::fadd(a, b);
-        float* dst = out + static_cast<int64_t>(t) * out_stride + o;
-        *dst = accumulate ? kq::fadd(*dst, y) : y;
-      }
-      acc0[t] = acc1[t] = 0.0f;
+  for (int t = 0; t < R; ++t) {
+    float a = acc0[t], b = acc1[t];
+    a = kq::fadd(a, __shfl_xor_sync(0xFFFFFFFFu, a, 8));
+    b = kq::fadd(b, __shfl_xor_sync(0xFFFFFFFFu, b, 8));
+    a = kq::fadd(a, __shfl_xor_sync(0xFFFFFFFFu, a, 16));
+    b = kq::fadd(b, __shfl_xor_sync(0xFFFFFFFFu, b, 16));
+    if (lane == 0 && t < rows) {
+      const float y = kq::fadd(a, b);
+      float* dst = out + static_cast<int64_t>(t) * out_stride + o;
+      *dst = accumulate ? kq::fadd(*dst, y) : y;
     }
   }
-  cp_async_wait<0>();
 }
 
 template <DType T>
 Status launch_dp4a_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                        int64_t out_stride, bool accumulate, cudaStream_t stream) {
-  // Enough warps to fill the GPU a few times over, each streaming a run of consecutive rows so its ring has
-  // the next row's bytes in flight; every row's arithmetic is the same whatever run it falls in.
-  static const int64_t target_warps = [] {
-    int device = 0, sms = 132;
-    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return static_cast<int64_t>(sms) * 16;
-  }();
-  const int64_t rows_per_warp = std::max<int64_t>(1, std::min<int64_t>(8, w.n_out / target_warps));
-  const int64_t warps = (w.n_out + rows_per_warp - 1) / rows_per_warp;
-  const int64_t blocks = (warps + kWarps - 1) / kWarps;
+  const int64_t blocks = (w.n_out + kWarps - 1) / kWarps;
   if (blocks > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
   const auto* wp = static_cast<const uint8_t*>(w.data);
   const int n_blocks = static_cast<int>(w.n_in / kq::kBlock);
@@ -285,7 +211,7 @@ Status launch_dp4a_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* k
     constexpr int R = decltype(r)::value;
     kq_dp4a_kernel<T, R><<<static_cast<unsigned>(blocks), kWarps * 32, 0, stream>>>(
         wp, matrix_row_bytes(w), w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), out, out_stride,
-        accumulate ? 1 : 0, static_cast<int>(rows_per_warp));
+        accumulate ? 1 : 0);
   };
   static_assert(kKqDp4aMaxRows <= 2, "row tiles of the dp4a kernel");
   if (rows == 1) launch(std::integral_constant<int, 1>{});

@@ -73,14 +73,12 @@ SAKER_HD void k_scale_min_sel(uint32_t w1, uint32_t w2, uint32_t w3, int j, int*
   *m = static_cast<int>(j < 4 ? m_lo : m_hi);
 }
 
-// L: where the block's bytes are read from (blocks::GlobalLoads, or PlainLoads for shared memory).
-template <class L = blocks::GlobalLoads>
 SAKER_HD Q4KUnit q4k_load(const uint8_t* blk, int u) {
   Q4KUnit w;
   w.c = u >> 1;
   w.half = u & 1;
-  const Bytes16 hdr = L::ld16(blk);
-  const Bytes16 q = L::ld16(blk + 16 + 32 * w.c + 16 * w.half);
+  const Bytes16 hdr = blocks::ld16(blk);
+  const Bytes16 q = blocks::ld16(blk + 16 + 32 * w.c + 16 * w.half);
   w.d = blocks::f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
   w.dmin = blocks::f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
   k_scale_min_sel(hdr.w[1], hdr.w[2], hdr.w[3], 2 * w.c, &w.sc1, &w.m1);
@@ -95,14 +93,13 @@ SAKER_UNROLL
 
 // Q5_K: as Q4_K (176-byte blocks: header, qh[32], qs[128]); the 5th bit of element 64c + l (+ 32) is bit 2c
 // (2c + 1) of qh[l]. Codes 0..31, same dot and min term as Q4_K.
-template <class L = blocks::GlobalLoads>
 SAKER_HD Q4KUnit q5k_load(const uint8_t* blk, int u) {
   Q4KUnit w;
   w.c = u >> 1;
   w.half = u & 1;
-  const Bytes16 hdr = L::ld16(blk);
-  const Bytes16 qh = L::ld16(blk + 16 + 16 * w.half);
-  const Bytes16 q = L::ld16(blk + 48 + 32 * w.c + 16 * w.half);
+  const Bytes16 hdr = blocks::ld16(blk);
+  const Bytes16 qh = blocks::ld16(blk + 16 + 16 * w.half);
+  const Bytes16 q = blocks::ld16(blk + 48 + 32 * w.c + 16 * w.half);
   w.d = blocks::f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
   w.dmin = blocks::f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
   k_scale_min_sel(hdr.w[1], hdr.w[2], hdr.w[3], 2 * w.c, &w.sc1, &w.m1);
@@ -161,19 +158,18 @@ struct Q6KUnit {
   int xoff;          // 128h + l0: element of run 0
 };
 
-template <class L = blocks::GlobalLoads>
 SAKER_HD Q6KUnit q6k_load(const uint8_t* blk, int u) {
   Q6KUnit w;
   const int h = u >> 2, l0 = 8 * (u & 3);
   w.xoff = 128 * h + l0;
   const uint8_t* ql = blk + 64 * h + l0;
   const uint8_t* qh = blk + 128 + 32 * h + l0;
-  w.d = blocks::f16_to_f32(static_cast<uint16_t>(L::ld_u16_a2(blk + 208)));
+  w.d = blocks::f16_to_f32(static_cast<uint16_t>(blocks::ld_u16_a2(blk + 208)));
   uint32_t a[2], b[2], hh[2], sc[2];
-  L::ld8_a2(ql, &a[0], &a[1]);
-  L::ld8_a2(ql + 32, &b[0], &b[1]);
-  L::ld8_a2(qh, &hh[0], &hh[1]);
-  L::ld8_a2(blk + 192 + 8 * h, &sc[0], &sc[1]);
+  blocks::ld8_a2(ql, &a[0], &a[1]);
+  blocks::ld8_a2(ql + 32, &b[0], &b[1]);
+  blocks::ld8_a2(qh, &hh[0], &hh[1]);
+  blocks::ld8_a2(blk + 192 + 8 * h, &sc[0], &sc[1]);
 SAKER_UNROLL
   for (int r = 0; r < 4; ++r) {
     const int idx = l0 / 16 + 2 * r;
