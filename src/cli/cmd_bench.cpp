@@ -42,6 +42,7 @@ struct BenchArgs {
   double tflops = 0;
   int64_t batch_tokens = 2048;
   bool no_graphs = false;
+  bool batch_invariant = false;
   EngineBenchArgs engine;  // used when engine.concurrency is not empty
   int64_t prefix_reuse = 0;  // > 0: the prefix cache's warm vs cold time to first token with a prefix this long
   std::string spec;          // "replay:L[,L...]": the engine test replays each level at these acceptances
@@ -156,6 +157,7 @@ OpsOptions bench_ops(const BenchArgs& a) {
   OpsOptions ops;
   ops.max_batch_tokens = a.batch_tokens;
   ops.cuda_graphs = !a.no_graphs;
+  ops.batch_invariant = a.batch_invariant;
   ops.tensor_parallel = a.tensor_parallel;
   return ops;
 }
@@ -400,6 +402,9 @@ Command make_bench_command() {
         s->add_option("--tflops", a->tflops, "Matrix rate ceiling in TFLOP/s (default: GPU 800, CPU measured)");
         s->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward (prefill chunks)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time");
+        s->add_flag("--batch-invariant", a->batch_invariant,
+                    "F16 / BF16 matmuls that give a row the same bits at every batch width (K-quant files always do):"
+                    " speculative and batched output equal plain decoding bit for bit; slower F16 decode");
         s->add_option("--concurrency", a->engine.concurrency,
                       "Batching engine test instead of the single-sequence ones: for each N, N requests of "
                       "--prompt-tokens random tokens generating --gen-tokens each, all at once (table and the "

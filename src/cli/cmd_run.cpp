@@ -38,6 +38,7 @@ struct RunArgs {
   std::string device = "auto";
   int tensor_parallel = 1;
   bool no_graphs = false;
+  bool batch_invariant = false;
   std::string logits_out;
   bool no_blas = false;
   SpeculationArgs spec;
@@ -96,6 +97,7 @@ int run(const RunArgs& a) {
   ops.fast_attention = !a.ref_ops;
   ops.matmul.blas = !a.no_blas;
   ops.cuda_graphs = !a.no_graphs;
+  ops.batch_invariant = a.batch_invariant;
   ops.tensor_parallel = a.tensor_parallel;
   auto loaded = load_model_on(a.model, ops, a.device);
   if (!loaded.ok()) return fail(loaded.status().to_string());
@@ -221,6 +223,9 @@ Command make_run_command() {
             ->check(CLI::Range(1, 64))
             ->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
+        s->add_flag("--batch-invariant", a->batch_invariant,
+                    "F16 / BF16 matmuls that give a row the same bits at every batch width (K-quant files always do):"
+                    " speculative and batched output equal plain decoding bit for bit; slower F16 decode");
         add_speculation_options(s, &a->spec, "the generation");
       },
       [sub] { return *sub && (*sub)->parsed(); },

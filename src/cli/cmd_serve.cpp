@@ -22,6 +22,7 @@ struct ServeArgs {
   std::string device = "auto";
   int tensor_parallel = 1;
   bool no_graphs = false;
+  bool batch_invariant = false;
   SpeculationArgs spec;
   int32_t load_delay_ms = 0;  // testing aid: /health stays 503 this much longer
 };
@@ -52,6 +53,7 @@ int run(ServeArgs a) {
   OpsOptions ops;
   ops.fast_matmul = !a.ref_ops;
   ops.cuda_graphs = !a.no_graphs;
+  ops.batch_invariant = a.batch_invariant;
   ops.tensor_parallel = a.tensor_parallel;
   if (Status st = check_speculation_args(a.spec); !st.ok()) return fail(st.to_string());
   auto loader = [&]() -> Result<server::ServedModel> {
@@ -150,6 +152,9 @@ Command make_serve_command() {
             ->check(CLI::Range(1, 64))
             ->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
+        s->add_flag("--batch-invariant", a->batch_invariant,
+                    "F16 / BF16 matmuls that give a row the same bits at every batch width (K-quant files always do):"
+                    " speculative and batched output equal plain decoding bit for bit; slower F16 decode");
         add_speculation_options(s, &a->spec, "every request inside the batched step");
       },
       [sub] { return *sub && (*sub)->parsed(); },

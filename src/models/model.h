@@ -46,6 +46,10 @@ struct OpsOptions {
   // CUDA: tokens one forward may carry (the scratch buffers are sized for it; longer batches are split).
   int64_t max_batch_tokens = 2048;
   bool cuda_graphs = true;     // capture decode steps (<= 64 tokens) in CUDA graphs and replay them
+  // CUDA: F16 / BF16 matmuls of 1-64 rows on the width-invariant tensor-core kernel, so a row's bits do not
+  // depend on the batch (K-quant weights always have this) and speculative / batched output equals plain
+  // decoding bit for bit. Off: cuBLAS, faster (8B F16 decode 187.5 against 140.1 tok/s on the H200).
+  bool batch_invariant = false;
   // Tensor-parallel ranks (models/tensor_parallel_model.h): > 1 splits the model over that many in-process CPU
   // ranks on threads, each with about 1 / N of the thread pool; on CUDA one rank per GPU through NCCL (the
   // command line does not take it there yet: it has not run on several GPUs).

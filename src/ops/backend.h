@@ -89,6 +89,9 @@ struct StepRequest {
   int32_t top_k = 0;  // at most kMaxTopK (core/logits.h)
   int32_t* top_ids = nullptr;
   float* top_logprobs = nullptr;
+  // A shape that will rarely recur (a drafter's context rows, whose count follows each step's acceptance): a
+  // backend that captures repeated steps (CUDA graphs) runs this one as it comes instead of capturing it.
+  bool one_off = false;
 };
 
 

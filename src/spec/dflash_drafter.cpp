@@ -272,6 +272,7 @@ Status DFlashDrafter::fuse_context() {
   r.n_vocab = w_->config.n_vocab;
   r.input = input_.data();  // [T, n_taps, n_embd] is [T, n_taps * n_embd]: the taps concatenated per position
   r.input_stride = width;
+  r.one_off = true;  // the rows follow each step's acceptance: capturing every count would cost more than it saves
   StepProgram program;
   program.body = [&] { return context_body(); };
   program.head = [](int64_t, int64_t) { return Status{}; };

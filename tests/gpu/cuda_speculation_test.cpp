@@ -1,6 +1,6 @@
 // Speculative decoding on the CUDA backend equals plain greedy decoding token for token, on models whose
 // every matmul is width-invariant (synthesized Q4_K_M files: Q4_K and Q6_K weights, rows of whole 256-element
-// super-blocks; F16 and BF16 files: the float tensor-core kernel) and with the automatic attention (fixed key
+// super-blocks; F16 and BF16 files: the float tensor-core kernel of OpsOptions::batch_invariant) and with the automatic attention (fixed key
 // slices). Nothing here allows a near-tie: a verify row must give the bits of the one-row decode of the same
 // position.
 //   - alone: n-gram prompt lookup and a draft model (the target itself, so every draft must be accepted: a
@@ -75,6 +75,7 @@ class CudaSpeculation : public ::testing::TestWithParam<const char*> {
       l.weights = std::move(w).value();
       OpsOptions ops;
       ops.device = Device::kCuda;
+      ops.batch_invariant = true;  // F16 / BF16 matmuls on the width-invariant kernel
       auto m = create_model(l.weights, ops);
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       l.model = std::move(m).value();

@@ -1,4 +1,4 @@
-// The width-invariant F16 / BF16 matmul (matmul_float_wi.cu): outputs match a host dot product of the same
+// The width-invariant F16 / BF16 matmul (matmul_float_wi.cu, contexts made with invariant_float): outputs match a host dot product of the same
 // rounded inputs (x rounded to the weight's type, f32 accumulation) to accumulation-order tolerance, and a
 // row's output is the same, bit for bit, whether it is multiplied alone or with up to 63 other rows, from
 // aligned or misaligned activations. Speculative and batched greedy output on F16 / BF16 files equal plain
@@ -26,6 +26,8 @@ bool float_path_on() {
 float round_to(DType type, float v) {
   return type == DType::kF16 ? fp16_to_fp32(fp32_to_fp16(v)) : bf16_to_fp32(fp32_to_bf16(v));
 }
+
+constexpr cuda::MatmulOptions kInvariant{.invariant_float = true};
 
 struct Shape {
   DType type;
@@ -62,11 +64,12 @@ Upload upload(DType type, int64_t n_out, int64_t n_in, uint32_t seed) {
 TEST(CudaMatmulFloat, MatchesHostDotOfRoundedInputs) {
   SAKER_REQUIRE_GPU();
   if (!float_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
-  auto ctx = cuda::MatmulContext::create(64, 12288, 301);
+  auto ctx = cuda::MatmulContext::create(64, 12288, 301, kInvariant);
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 5100;
   for (const Shape& sh : kShapes) {
-    ASSERT_TRUE(cuda::matmul_width_invariant(sh.type, sh.n_in));
+    ASSERT_TRUE(cuda::matmul_width_invariant(sh.type, sh.n_in, kInvariant));
+    ASSERT_FALSE(cuda::matmul_width_invariant(sh.type, sh.n_in));  // cuBLAS unless asked
     Upload u = upload(sh.type, sh.n_out, sh.n_in, seed++);
     ASSERT_NE(u.dm.data, nullptr);
     for (int64_t rows : {1, 5, 16, 64}) {
@@ -113,7 +116,7 @@ TEST(CudaMatmulFloat, RowsAreWidthInvariantUpTo64) {
   SAKER_REQUIRE_GPU();
   if (!float_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   constexpr int64_t kRows = 64;
-  auto ctx = cuda::MatmulContext::create(kRows, 12288, 301);
+  auto ctx = cuda::MatmulContext::create(kRows, 12288, 301, kInvariant);
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 5300;
   for (const Shape& sh : kShapes) {

@@ -70,7 +70,7 @@ Result<const PreparedMatrix*> CudaBackend::prepare_matrix(std::span<const Tensor
       return make_error(StatusCode::kUnsupported, "the CUDA backend cannot multiply {} ({})", name,
                         dtype_name(t.dtype));
     }
-    if (width_dependent_.empty() && !cuda::matmul_width_invariant(t.dtype, t.dim(1))) {
+    if (width_dependent_.empty() && !cuda::matmul_width_invariant(t.dtype, t.dim(1), matmul_options())) {
       width_dependent_ = name + " (" + std::string(dtype_name(t.dtype)) + ")";
     }
   }
@@ -140,7 +140,7 @@ Status CudaBackend::reserve(std::span<const ActivationSpec> buffers, int64_t n_v
   top_ids_host_ = static_cast<int32_t*>(ti);
   SAKER_ASSIGN_OR_RETURN(void* tl, mem_.alloc_host(head_rows_ * kMaxTopK * sizeof(float), "top-k log-probabilities"));
   top_lp_host_ = static_cast<float*>(tl);
-  SAKER_ASSIGN_OR_RETURN(matmul_, cuda::MatmulContext::create(max_tokens_, max_n_in_, max_n_out_));
+  SAKER_ASSIGN_OR_RETURN(matmul_, cuda::MatmulContext::create(max_tokens_, max_n_in_, max_n_out_, matmul_options()));
   SAKER_LOG_INFO("CUDA decoder: {:.2f} GiB of weights and buffers on the GPU, batches of up to {} tokens, "
                  "{} logits rows per head pass",
                  static_cast<double>(mem_.device_bytes() + weight_bytes_) / (1 << 30), max_tokens_, head_rows_);
@@ -377,8 +377,8 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
   cur_.taps_base = c.taps ? c.taps_base : nullptr;
   cur_.taps_stride = s.taps_stride;
 
-  const bool use_graph = options_.cuda_graphs && T <= kGraphMaxTokens && T <= matmul_->max_kernel_rows() &&
-                         n_out <= head_rows_;
+  const bool use_graph = options_.cuda_graphs && !c.one_off && T <= kGraphMaxTokens &&
+                         T <= matmul_->max_kernel_rows() && n_out <= head_rows_;
   // A shape runs eagerly the first time (library kernels load lazily, which must not happen inside a
   // capture) and is captured the second time, then replayed.
   if (use_graph) SAKER_RETURN_IF_ERROR(touch_kv_binding(s.kv));
@@ -444,7 +444,7 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
   const Chunk whole{.tokens = r.tokens, .attn = r.attn, .output_rows = r.output_rows, .logits = r.logits,
                     .argmax = r.argmax, .taps = r.taps_out, .taps_base = r.taps_out, .taps_stride = r.taps_stride,
                     .tap_layers = r.tap_layers, .input = r.input, .input_stride = r.input_stride,
-                    .top_k = r.top_k, .top_ids = r.top_ids, .top_logprobs = r.top_logprobs};
+                    .top_k = r.top_k, .top_ids = r.top_ids, .top_logprobs = r.top_logprobs, .one_off = r.one_off};
   if (T <= max_tokens_) return run_chunk(whole, program);
   if (r.top_k > 0) {  // a drafter's blocks fit one batch (DFlashDrafter splits them so)
     return make_error(StatusCode::kInvalidArgument,

@@ -133,6 +133,7 @@ class CudaBackend final : public OpBackend {
     int32_t top_k = 0;                // > 0: [n_out, top_k] ids and log-probabilities into these host rows
     int32_t* top_ids = nullptr;
     float* top_logprobs = nullptr;
+    bool one_off = false;             // StepRequest::one_off: never captured
   };
   // What the ops of the running program read: the chunk's device inputs and launch shape.
   struct Current {
@@ -179,6 +180,7 @@ class CudaBackend final : public OpBackend {
   std::vector<std::unique_ptr<Matrix>> matrices_;
   std::vector<std::unique_ptr<Vector>> vectors_;
   uint64_t weight_bytes_ = 0;               // all matrices uploaded
+  cuda::MatmulOptions matmul_options() const { return {.invariant_float = options_.batch_invariant}; }
   std::string width_dependent_;             // the first matrix not width-invariant (cuda::matmul_width_invariant)
   int64_t max_n_in_ = 0, max_n_out_ = 0;    // of the prepared matrices: what the matmul scratch covers
   AttentionSpec geometry_;                  // heads and head_dim of every layer

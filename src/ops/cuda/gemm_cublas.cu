@@ -40,9 +40,11 @@ class CudaMatmulContext final : public MatmulContext {
   detail::Q8Scratch q8_scratch() const { return q8_; }
   detail::X16Scratch x16_scratch() const { return x16_; }
   int64_t max_kernel_rows() const override { return kKernelRows; }
+  const MatmulOptions& options() const override { return options_; }
   bool has_library() const { return handle_ != nullptr; }
 
-  Status init(int64_t max_rows, int64_t max_n_in, int64_t max_n_out) {
+  Status init(int64_t max_rows, int64_t max_n_in, int64_t max_n_out, const MatmulOptions& options) {
+    options_ = options;
     max_rows_ = max_rows;
     max_n_in_ = max_n_in;
     // int8 activations of the dp4a decode path: codes plus a (scale, sum) per 32 elements.
@@ -56,10 +58,11 @@ class CudaMatmulContext final : public MatmulContext {
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&q8_.xs, xs_bytes));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xq, 0, xq_bytes));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xs, 0, xs_bytes));
-    // f16 / bf16 activations of the width-invariant float kernel (decode and verify widths).
-    x16_.rows = std::min(max_rows, kKernelRows);
-    x16_.n_in = max_n_in;
-    SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&x16_.x, static_cast<size_t>(x16_.rows * max_n_in) * 2));
+    if (options.invariant_float) {  // f16 / bf16 activations of the width-invariant float kernel
+      x16_.rows = std::min(max_rows, kKernelRows);
+      x16_.n_in = max_n_in;
+      SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&x16_.x, static_cast<size_t>(x16_.rows * max_n_in) * 2));
+    }
     if (max_rows <= kKernelRows) return {};  // decode-only context: no library handle, no scratch
     SAKER_RETURN_IF_ERROR(cublas_status(cublasCreate(&handle_), "cublasCreate"));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&workspace_, kWorkspaceBytes));
@@ -118,6 +121,7 @@ class CudaMatmulContext final : public MatmulContext {
   }
 
  private:
+  MatmulOptions options_;
   int64_t max_rows_ = 0, max_n_in_ = 0, w_chunk_rows_ = 0;
   cublasHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
@@ -129,12 +133,13 @@ class CudaMatmulContext final : public MatmulContext {
 
 }  // namespace
 
-Result<std::unique_ptr<MatmulContext>> MatmulContext::create(int64_t max_rows, int64_t max_n_in, int64_t max_n_out) {
+Result<std::unique_ptr<MatmulContext>> MatmulContext::create(int64_t max_rows, int64_t max_n_in, int64_t max_n_out,
+                                                             const MatmulOptions& options) {
   if (max_rows < 1 || max_n_in < 1 || max_n_out < 1) {
     return make_error(StatusCode::kInvalidArgument, "cuda matmul: context sizes must be positive");
   }
   auto ctx = std::make_unique<CudaMatmulContext>();
-  SAKER_RETURN_IF_ERROR(ctx->init(max_rows, max_n_in, max_n_out));
+  SAKER_RETURN_IF_ERROR(ctx->init(max_rows, max_n_in, max_n_out, options));
   return std::unique_ptr<MatmulContext>(std::move(ctx));
 }
 

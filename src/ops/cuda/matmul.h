@@ -33,11 +33,19 @@ struct DeviceMatrix {
 // The dtypes the CUDA matmul and embedding accept.
 bool matmul_supports(DType type);
 
+// Choices of a MatmulContext. invariant_float: F16 / BF16 weights of 1-64 rows on the width-invariant
+// tensor-core kernel (matmul_float_wi.cu) instead of cuBLAS, which picks its algorithm, and so its rounding,
+// by shape.
+struct MatmulOptions {
+  bool invariant_float = false;
+};
+
 // Whether matmul() of 1-64 rows gives each row the same bits whatever the row count: the K-quant kernels'
-// canonical order (Q4_K / Q5_K / Q6_K rows of whole 256-element blocks) and the F16 / BF16 tensor-core kernel
-// (n_in a multiple of 128). Other weights take kernels whose rounding depends on the width, so a speculative
-// verify row can part from plain decoding at a near-tie. False under SAKER_CUDA_MATMUL=simple|fma|legacy.
-bool matmul_width_invariant(DType type, int64_t n_in);
+// canonical order (Q4_K / Q5_K / Q6_K rows of whole 256-element blocks), and with invariant_float the F16 /
+// BF16 tensor-core kernel (n_in a multiple of 128). Other weights take kernels whose rounding depends on the
+// width, so a speculative verify row can part from plain decoding at a near-tie. False under
+// SAKER_CUDA_MATMUL=simple|fma|legacy.
+bool matmul_width_invariant(DType type, int64_t n_in, const MatmulOptions& options = {});
 
 // Uploads host tensors [n_out_i, n_in] (same dtype, same n_in) stacked along n_out; synchronous.
 Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts);
@@ -47,10 +55,12 @@ void free_matrix(DeviceMatrix* m);
 // the scratch for dequantised weights is sized for the largest matrix registered with reserve().
 class MatmulContext {
  public:
-  static Result<std::unique_ptr<MatmulContext>> create(int64_t max_rows, int64_t max_n_in, int64_t max_n_out);
+  static Result<std::unique_ptr<MatmulContext>> create(int64_t max_rows, int64_t max_n_in, int64_t max_n_out,
+                                                       const MatmulOptions& options = {});
   virtual ~MatmulContext() = default;
   // Rows at or under this count take the custom kernels (graph-capturable, no library calls).
   virtual int64_t max_kernel_rows() const = 0;
+  virtual const MatmulOptions& options() const = 0;
 };
 
 // x: [rows, w.n_in] f32 (row stride n_in); out: [rows, w.n_out] f32 (row stride out_stride, >= n_out).

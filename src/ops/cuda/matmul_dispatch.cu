@@ -4,8 +4,8 @@
 // SAKER_CUDA_MATMUL=fma keeps verify widths on the FMA kernels instead of the tensor-core kernel, and decode
 // rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels;
 // SAKER_CUDA_MATMUL=legacy keeps rows off the width-invariant kernels (the previous dispatch: K-quants on dp4a
-// up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32; F16 / BF16 on cuBLAS at every width),
-// to compare.
+// up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare. F16 / BF16 weights take the
+// width-invariant kernel only in contexts made with MatmulOptions::invariant_float.
 #include <cstring>
 #include <string>
 
@@ -116,8 +116,8 @@ bool force_legacy() {
   return legacy;
 }
 
-// The width-invariant F16 / BF16 kernel unless a SAKER_CUDA_MATMUL mode asks for the older paths (legacy: F16
-// and BF16 through cuBLAS at every width, as before it).
+// The width-invariant F16 / BF16 kernel (when the context asks for it) unless a SAKER_CUDA_MATMUL mode asks for
+// the older paths.
 bool float_kernel_on() { return !force_simple() && !force_fma() && !force_legacy(); }
 
 }  // namespace
@@ -126,9 +126,9 @@ bool matmul_supports(DType type) {
   return detail::visit_dtype(type, [](auto) {});
 }
 
-bool matmul_width_invariant(DType type, int64_t n_in) {
+bool matmul_width_invariant(DType type, int64_t n_in, const MatmulOptions& options) {
   if (force_simple() || force_fma() || force_legacy()) return false;
-  if (type == DType::kF16 || type == DType::kBF16) return float_mma::n_in_supported(n_in);
+  if (type == DType::kF16 || type == DType::kBF16) return options.invariant_float && float_mma::n_in_supported(n_in);
   return (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) && n_in % kq::kBlock == 0;
 }
 
@@ -216,7 +216,7 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
       }
       return detail::launch_matmul_kq(w, x, rows, out, out_stride, accumulate, q8.xq, q8.xs, stream);
     }
-    if (float_kernel_on()) {
+    if (ctx.options().invariant_float && float_kernel_on()) {
       const detail::X16Scratch x16 = detail::x16_scratch(ctx);
       if (detail::matmul_float_wi_supported(w, rows, x16.rows, x16.n_in)) {
         return detail::launch_matmul_float_wi(w, x, rows, out, out_stride, accumulate, x16.x, stream);
