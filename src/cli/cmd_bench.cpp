@@ -19,6 +19,7 @@
 #include "cli/bench_stats.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "core/env.h"
 #include "engine/block_allocator.h"
 #include "engine/sequence_batch.h"
 #include "models/kv_cache.h"
@@ -162,6 +163,19 @@ OpsOptions bench_ops(const BenchArgs& a) {
   return ops;
 }
 
+// What a JSON must say of how its figures were made: the options above and the debug switches that pick
+// kernels (a baseline measured with SAKER_CUDA_MATMUL=legacy is not today's default path).
+nlohmann::json bench_options_json(const BenchArgs& a) {
+  const OpsOptions ops = bench_ops(a);
+  const auto env = [](const char* v) { return v ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"max_batch_tokens", ops.max_batch_tokens},
+          {"cuda_graphs", ops.cuda_graphs},
+          {"batch_invariant", ops.batch_invariant},
+          {"tensor_parallel", ops.tensor_parallel},
+          {"SAKER_CUDA_MATMUL", env(debug_env().cuda_matmul)},
+          {"SAKER_CUDA_ATTENTION", env(debug_env().cuda_attention)}};
+}
+
 // The model on the asked device, with bench_ops.
 Result<LoadedModel> load_bench_model(const BenchArgs& a) { return load_model_on(a.model, bench_ops(a), a.device); }
 
@@ -190,6 +204,7 @@ int run_prompts(const BenchArgs& a) {
   if (!a.json.empty()) {
     const nlohmann::json j = {{"model", a.model}, {"device", device_name(loaded->model->device())},
                               {"geometry", loaded->model->hparams().summary()}, {"reps", a.reps},
+                              {"options", bench_options_json(a)},
                               {"prompts_file", std::filesystem::path(a.prompts).filename().string()},
                               {"prompts", *rows}};
     std::ofstream f(a.json);
@@ -316,6 +331,7 @@ int run(const BenchArgs& a) {
                         {"weight_types", cost.type_summary},
                         {"ceilings", {{"bandwidth_gbs", ceil.bandwidth_gbs}, {"tflops", ceil.tflops}, {"source", ceil.source}}},
                         {"reps", a.reps},
+                        {"options", bench_options_json(a)},
                         {"results", results}};
     std::ofstream f(a.json);
     f << j.dump(2) << "\n";
@@ -365,6 +381,7 @@ int run_engine(const BenchArgs& a) {
                         {"device", device_name(model.device())},
                         {"geometry", model.hparams().summary()},
                         {"reps", a.reps},
+                        {"options", bench_options_json(a)},
                         {"engine", engine_rows},
                         {"prefix_cache", prefix}};
     std::ofstream f(a.json);

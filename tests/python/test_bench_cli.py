@@ -43,6 +43,10 @@ def test_bench_engine_cpu_json(saker, tmp_path):
     assert "| N | prompt | gen |" in table and "| 2 | 16 | 8 |" in table, table
     j = json.loads(out.read_text())
     assert j["device"] == "cpu" and j["reps"] == 3
+    # How the figures were made: the options and the kernel switches of the environment.
+    opts = j["options"]
+    assert opts["cuda_graphs"] is True and opts["batch_invariant"] is False and opts["tensor_parallel"] == 1
+    assert "SAKER_CUDA_MATMUL" in opts and "SAKER_CUDA_ATTENTION" in opts
     assert "results" not in j  # the single-sequence tests do not run with --concurrency
     rows = {r["concurrency"]: r for r in j["engine"]}
     assert set(rows) == {1, 2}
