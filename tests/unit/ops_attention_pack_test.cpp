@@ -1,6 +1,7 @@
 // The packed attention batch the CUDA kernels read, checked on the CPU: field contents, and the
 // __host__ __device__ visibility helpers against AttentionBatch::visible_slots / key_position for every
-// (query, slot) of random chain, full and tree batches, with and without a sliding window.
+// (query, slot) of random chain, full and tree batches, with and without a sliding window; and the exact-tree
+// chain view (attn_tree_chain) against the same.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +52,23 @@ void check_against_batch(const BuiltBatch& b, int32_t window) {
       EXPECT_GE(s, lo) << "token " << t;
       EXPECT_LT(s, hi) << "token " << t;
     }
+    // A tree node read through plain decoding's view (the exact-tree kernels): logical slots [0, position]
+    // causal, slot tree_start + d the chain's node at depth d, the window on logical slots, see exactly the
+    // node's visible slots, each at its key position.
+    const AttentionSequence& seq = b.seqs[b.token_seq[t]];
+    if (seq.mask != AttentionMask::kTree) continue;
+    int32_t chain[64];
+    const int32_t n = cuda::attn_tree_chain(p, L, t, seq.tree_start, chain, 64);
+    ASSERT_EQ(n, b.token_pos[t] - seq.tree_start + 1) << "token " << t;
+    std::vector<int32_t> logical;
+    for (int32_t s = window > 0 ? std::max(0, b.token_pos[t] - window + 1) : 0; s <= b.token_pos[t]; ++s) {
+      const int32_t phys = s < seq.tree_start ? s : chain[s - seq.tree_start];
+      EXPECT_EQ(batch.key_position(t, phys), s) << "token " << t << " logical slot " << s;
+      logical.push_back(phys);
+    }
+    std::sort(logical.begin(), logical.end());
+    EXPECT_EQ(logical, want) << "tree token " << t << " window " << window;
+    EXPECT_EQ(cuda::attn_tree_chain(p, L, t, seq.tree_start, chain, n - 1), -1) << "a chain longer than max";
   }
 }
 

@@ -79,6 +79,22 @@ SAKER_HD bool attn_key_visible(const int32_t* p, const PackedAttentionLayout& L,
   return window <= 0 || static_cast<int64_t>(key_pos) > static_cast<int64_t>(pos) - window;
 }
 
+// Exact trees (attention_tiles.cuh PassTail): the slots of tree token t's chain by depth, slots[d] for the node
+// at position tree_start + d, d = 0 .. depth (the root and every ancestor, then t itself: one node per depth).
+// Read through this logical view, plain decoding's slots tree_start .. position, the keys the token sees are
+// its visible slots. Returns depth + 1, or -1 when the chain is longer than max (or t is not a tree node).
+SAKER_HD int32_t attn_tree_chain(const int32_t* p, const PackedAttentionLayout& L, int32_t t, int32_t tree_start,
+                                 int32_t* slots, int32_t max) {
+  const int32_t n = p[L.token_pos + t] - tree_start + 1;
+  if (n < 1 || n > max) return -1;
+  for (int32_t a = t; a >= 0; a = p[L.token_parent + a]) {
+    const int32_t depth = p[L.token_pos + a] - tree_start;
+    if (depth < 0 || depth >= n) return -1;
+    slots[depth] = p[L.token_slot + a];
+  }
+  return n;
+}
+
 // Row index of key slot s of sequence `seq` in a cache viewed as [n_blocks * block_size, n_head_kv, head_dim].
 SAKER_HD int64_t attn_cache_row(const int32_t* p, const PackedAttentionLayout& L, int32_t seq, int32_t s,
                                 int32_t block_size) {

@@ -66,13 +66,7 @@ __device__ __forceinline__ int32_t pass_key_slot(const PassTail* tail, int32_t s
 // The chain of tree token t (slots by depth) into tail; false when deeper than kMaxTreeTail.
 __device__ __forceinline__ bool fill_tree_tail(const SplitAttentionArgs& a, int32_t t, int32_t tree_start,
                                                PassTail* tail) {
-  const int32_t* p = a.packed;
-  for (int32_t n = t; n >= 0; n = p[a.layout.token_parent + n]) {
-    const int32_t depth = p[a.layout.token_pos + n] - tree_start;
-    if (depth < 0 || depth >= kMaxTreeTail) return false;
-    tail->slot[depth] = p[a.layout.token_slot + n];
-  }
-  return true;
+  return attn_tree_chain(a.packed, a.layout, t, tree_start, tail->slot, kMaxTreeTail) > 0;
 }
 
 // Thread 0 only: gathers the pending rows (bits of todo, tile rows from t0) of the lowest pending row's
