@@ -1,7 +1,8 @@
 // The width-invariant F16 / BF16 matmul for 1-64 activation rows (decode, speculative verify, the drafter's
 // blocks): weights stream from global memory in 16-byte loads straight into mma.m16n8k16 A fragments (index
 // math and the invariance argument in float_mma_layout.h), activations are rounded to the weight's type, f32
-// accumulators. Each weight byte is read once per call whatever the row count.
+// accumulators. Each weight byte is read once per call whatever the row count. Opt-in
+// (MatmulOptions::invariant_float): on the H200 it is slower than cuBLAS today (docs/performance.md).
 //
 // A block of four warps owns 16 * MT output rows; warp w walks its quarter of K in chunks of 32 through a
 // ring of cp.async stages in shared memory, and the four partial sums meet in shared memory, added in a fixed
@@ -185,7 +186,7 @@ Status launch_for(const DeviceMatrix& w, const float* x, int64_t rows, float* ou
   using I4 = integral_constant<int, 4>;
   using I6 = integral_constant<int, 6>;
   using I8 = integral_constant<int, 8>;
-  // Stages sized to 12 KB a warp (48 KB a block). Decode widths copy f32 activations (one launch); aligned rows
+  // Stages of at most 12 KB a warp (48 KB a block). Decode widths copy f32 activations (one launch); aligned rows
   // only, else the scratch path, which gives the same bits.
   const bool x_aligned = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   if (rows <= 8 && x_aligned) {
