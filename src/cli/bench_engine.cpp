@@ -9,6 +9,7 @@
 #include <random>
 
 #include "cli/bench_stats.h"
+#include "core/clock.h"
 #include "engine/engine.h"
 #include "spec/dflash_drafter.h"
 #include "spec/dflash_proposer.h"
@@ -20,9 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 double per_s(double count, double ms) { return ms > 0 ? count * 1e3 / ms : 0.0; }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/bench_stats.h"
+#include "core/clock.h"
 #include "engine/engine.h"
 
 namespace saker::cli {
@@ -16,9 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 struct Run {
   double wall_s = 0, tps = 0, stream_tps = 0;

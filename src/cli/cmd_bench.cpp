@@ -19,6 +19,7 @@
 #include "cli/bench_stats.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "core/clock.h"
 #include "core/env.h"
 #include "engine/block_allocator.h"
 #include "engine/sequence_batch.h"
@@ -146,7 +147,7 @@ Result<std::vector<double>> time_runs(int warmup, int reps, F&& run) {
   for (int i = 0; i < reps; ++i) {
     const auto t0 = Clock::now();
     SAKER_RETURN_IF_ERROR(run());
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    ms.push_back(ms_since(t0));
   }
   return ms;
 }

@@ -4,14 +4,12 @@
 #include <chrono>
 #include <future>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 namespace saker {
 
 namespace {
-double ms_between(Sequence::Clock::time_point a, Sequence::Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(Model& model, const text::Tokenizer* tokenizer,
@@ -175,7 +173,7 @@ Result<bool> Engine::step() {
   postprocess(out);
   if (decode_only) {
     scheduler_.step_cost().record(
-        rows, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        rows, ms_since(t0));
   }
   publish_stats();
   return true;

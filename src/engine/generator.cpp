@@ -5,16 +5,14 @@
 #include <limits>
 #include <numeric>
 
+#include "core/clock.h"
 #include "engine/sequence_batch.h"
 #include "engine/token_output.h"
 
 namespace saker {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+using Clock = SteadyClock;
 
 // True when the sampler would pick the plain argmax of the model's logits (greedy, nothing that edits them)
 // and no logprobs are asked for: the model then hands back ids and no [n_vocab] logits cross to the host.

@@ -1,14 +1,12 @@
 #include "server/engine_executor.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 
 namespace saker::server {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // Per-request timing for the metrics, shared by the callbacks the engine calls on its thread.
 struct RequestClock {

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <numeric>
 
+#include "core/clock.h"
 #include "engine/sequence_batch.h"
 #include "models/registry.h"
 
@@ -232,15 +232,11 @@ Status DFlashDrafter::request(int32_t slot, int32_t pending, int32_t top_k) {
 }
 
 Status DFlashDrafter::run() {
-  using Clock = std::chrono::steady_clock;
-  const auto ms_since = [](Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  };
   ++stats_.runs;
-  auto t0 = Clock::now();
+  auto t0 = SteadyClock::now();
   Status st = fuse_context();
   stats_.context_ms += ms_since(t0);
-  t0 = Clock::now();
+  t0 = SteadyClock::now();
   if (st.ok()) st = run_blocks();
   stats_.block_ms += ms_since(t0);
   // A request a failed forward did not serve is dropped, not drafted later at another position.

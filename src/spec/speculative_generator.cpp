@@ -4,6 +4,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "core/clock.h"
 #include "engine/sequence_batch.h"
 #include "engine/token_output.h"
 #include "sample/sampler.h"
@@ -12,8 +13,7 @@
 namespace saker::spec {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+using Clock = SteadyClock;
 
 constexpr int32_t kSlot = 0;  // one sequence: the drafter's first slot
 
