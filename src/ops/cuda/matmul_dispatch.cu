@@ -116,9 +116,9 @@ bool force_legacy() {
   return legacy;
 }
 
-// The width-invariant F16 / BF16 kernel (when the context asks for it) unless a SAKER_CUDA_MATMUL mode asks for
-// the older paths.
-bool float_kernel_on() { return !force_simple() && !force_fma() && !force_legacy(); }
+// The width-invariant kernels (K-quant, and F16 / BF16 where the context asks for them) unless a SAKER_CUDA_MATMUL
+// mode asks for the older paths.
+bool invariant_kernels_on() { return !force_simple() && !force_fma() && !force_legacy(); }
 
 }  // namespace
 
@@ -127,7 +127,7 @@ bool matmul_supports(DType type) {
 }
 
 bool matmul_width_invariant(DType type, int64_t n_in, const MatmulOptions& options) {
-  if (force_simple() || force_fma() || force_legacy()) return false;
+  if (!invariant_kernels_on()) return false;
   if (type == DType::kF16 || type == DType::kBF16) return options.invariant_float && float_mma::n_in_supported(n_in);
   return (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) && n_in % kq::kBlock == 0;
 }
@@ -193,7 +193,7 @@ bool library_beats_kernels(const DeviceMatrix& w, int64_t rows) {
 }
 
 bool matmul_quantizes_input(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows) {
-  if (force_simple() || force_fma() || force_legacy() || rows > ctx.max_kernel_rows() || rows > detail::kKqMaxRows) {
+  if (!invariant_kernels_on() || rows > ctx.max_kernel_rows() || rows > detail::kKqMaxRows) {
     return false;
   }
   const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
@@ -216,7 +216,7 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
       }
       return detail::launch_matmul_kq(w, x, rows, out, out_stride, accumulate, q8.xq, q8.xs, stream);
     }
-    if (ctx.options().invariant_float && float_kernel_on()) {
+    if (ctx.options().invariant_float && invariant_kernels_on()) {
       const detail::X16Scratch x16 = detail::x16_scratch(ctx);
       if (detail::matmul_float_wi_supported(w, rows, x16.rows, x16.n_in)) {
         return detail::launch_matmul_float_wi(w, x, rows, out, out_stride, accumulate, x16.x, stream);
