@@ -34,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from recipe import Logger, flatten, pick_prompts, write_bundle  # noqa: E402
+from recipe import Logger, flatten, pick_prompts, train_drafter, write_bundle  # noqa: E402
 
 T_START = time.time()
 log = Logger()
@@ -257,12 +257,7 @@ def main(argv=None):
     t = time.time()
     accept_reserve = 15 if a.smoke else 60
     train_budget = max(5.0, deadline - time.time() - accept_reserve)
-    drafter, dstats = dflash.train_new(dcfg, model, ddata, seed=a.seed, prompt_len=a.gen_prompt,
-                                       new_tokens=a.gen_new, temperatures=temps, batch=a.draft_batch,
-                                       anchors=a.draft_anchors, budget_s=train_budget, peak_lr=a.draft_lr,
-                                       gamma=a.draft_gamma, amp_dtype=amp, max_steps=a.draft_steps,
-                                       log_every=10 if a.smoke else 100, folder=os.path.join(a.out, "drafter"),
-                                       log=log)
+    drafter, dstats = train_drafter(a, dcfg, model, ddata, temps, amp, train_budget, log)
     times["drafter_train_s"] = round(time.time() - t, 1)
     metrics["drafter_config"] = dcfg
     metrics["drafter_train"] = dstats

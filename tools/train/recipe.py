@@ -373,12 +373,7 @@ def main(argv=None):
     t = time.time()
     train_budget = max(5.0, min(dbudget - times["drafter_data_s"], deadline - time.time() - 40))
     # measured below is what was saved: the bf16 weights, read back in float32
-    drafter, dstats = dflash.train_new(dcfg, model, ddata, seed=a.seed, prompt_len=a.gen_prompt,
-                                       new_tokens=a.gen_new, temperatures=temps, batch=a.draft_batch,
-                                       anchors=a.draft_anchors, budget_s=train_budget, peak_lr=a.draft_lr,
-                                       gamma=a.draft_gamma, amp_dtype=amp, max_steps=a.draft_steps,
-                                       log_every=10 if a.smoke else 100, folder=os.path.join(a.out, "drafter"),
-                                       log=log)
+    drafter, dstats = train_drafter(a, dcfg, model, ddata, temps, amp, train_budget, log)
     times["drafter_train_s"] = round(time.time() - t, 1)
     metrics["drafter_config"] = dcfg
     metrics["drafter_train"] = dstats
@@ -412,6 +407,17 @@ def main(argv=None):
         f"drafter mean accepted length {acc['mean_accepted_length']} (block {a.block}, temperature 0)")
     if a.bundle:
         write_bundle(a.out, a.bundle)
+
+
+def train_drafter(a, dcfg, model, ddata, temps, amp_dtype, budget_s, log):
+    """dflash.train_new with the flags both recipes (this one and drafter_for.py) share: --draft-batch,
+    --draft-anchors, --draft-lr, --draft-gamma, --draft-steps, --gen-prompt, --gen-new, --seed and --smoke;
+    the drafter is saved under OUT/drafter."""
+    import dflash
+    return dflash.train_new(dcfg, model, ddata, seed=a.seed, prompt_len=a.gen_prompt, new_tokens=a.gen_new,
+                            temperatures=temps, batch=a.draft_batch, anchors=a.draft_anchors, budget_s=budget_s,
+                            peak_lr=a.draft_lr, gamma=a.draft_gamma, amp_dtype=amp_dtype, max_steps=a.draft_steps,
+                            log_every=10 if a.smoke else 100, folder=os.path.join(a.out, "drafter"), log=log)
 
 
 def target_digest(hf_dir):
