@@ -1,6 +1,6 @@
 // Playground (not part of CI): CUDA matmul speed per weight dtype, shape and row count, as weight bytes read
 // per second against the H200's 4.28 TB/s copy bandwidth (and TFLOP/s for prefill rows).
-// Usage: matmul_cuda_bench [--quick] | --one TYPE N_OUT N_IN ROWS
+// Usage: matmul_cuda_bench [--quick [TYPE]] | --one TYPE N_OUT N_IN ROWS
 // Each timing is the median of 15 CUDA-event-timed bursts of 10 back-to-back calls after warm-up, rotating
 // through enough copies of the weight to exceed the 60 MB L2. Before timing, one result is checked against the simple kernel's.
 #include <cuda_runtime.h>
@@ -100,9 +100,17 @@ int run_one(char** argv) {
 int main(int argc, char** argv) {
   if (argc == 6 && std::strcmp(argv[1], "--one") == 0) return run_one(argv);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  const std::vector<DType> types = quick ? std::vector<DType>{DType::kF16, DType::kQ4_K, DType::kQ6_K}
-                                         : std::vector<DType>{DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K,
-                                                              DType::kQ6_K, DType::kQ5_K, DType::kIQ4_XS, DType::kQ4_0};
+  std::vector<DType> types = quick ? std::vector<DType>{DType::kF16, DType::kQ4_K, DType::kQ6_K}
+                                   : std::vector<DType>{DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K,
+                                                        DType::kQ6_K, DType::kQ5_K, DType::kIQ4_XS, DType::kQ4_0};
+  if (quick && argc > 2) {  // --quick TYPE: that dtype only
+    const std::optional<DType> only = dtype_from_name(argv[2]);
+    if (!only) {
+      std::fprintf(stderr, "unknown dtype %s\n", argv[2]);
+      return 2;
+    }
+    types = {*only};
+  }
   const std::vector<std::pair<int64_t, int64_t>> base_shapes =
       quick ? std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}, {4096, 12288}}
             : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {12288, 4096}, {4096, 12288}};

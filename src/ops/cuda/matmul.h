@@ -36,8 +36,13 @@ bool matmul_supports(DType type);
 // Choices of a MatmulContext. invariant_float: F16 / BF16 weights of 1-64 rows on the width-invariant
 // tensor-core kernel (matmul_float_wi.cu) instead of cuBLAS, which picks its algorithm, and so its rounding,
 // by shape.
+//
+// kq_f16: Q4_K weights of 1-64 rows on the f16 tensor-core kernel (matmul_kq_f16.cu: weights dequantised to f16,
+// activations rounded to f16) instead of the int8 kernels of kq_canon.h; also width-invariant, with other bits.
+// Opt-in until measured faster (SAKER_CUDA_MATMUL=kqf16 turns it on for every context).
 struct MatmulOptions {
   bool invariant_float = false;
+  bool kq_f16 = false;
 };
 
 // Whether matmul() of 1-64 rows gives each row the same bits whatever the row count: the K-quant kernels'

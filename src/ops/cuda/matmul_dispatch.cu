@@ -5,7 +5,9 @@
 // rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels;
 // SAKER_CUDA_MATMUL=legacy keeps rows off the width-invariant kernels (the previous dispatch: K-quants on dp4a
 // up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare. F16 / BF16 weights take the
-// width-invariant kernel only in contexts made with MatmulOptions::invariant_float.
+// width-invariant kernel only in contexts made with MatmulOptions::invariant_float; Q4_K weights take the f16
+// tensor-core kernel in contexts made with MatmulOptions::kq_f16, or in every context under
+// SAKER_CUDA_MATMUL=kqf16.
 #include <cstring>
 #include <string>
 
@@ -116,9 +118,25 @@ bool force_legacy() {
   return legacy;
 }
 
+// SAKER_CUDA_MATMUL=kqf16: Q4_K rows on the f16 tensor-core kernel in every context.
+bool force_kq_f16() {
+  static const bool on = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "kqf16") == 0;
+  }();
+  return on;
+}
+
 // The width-invariant kernels (K-quant, and F16 / BF16 where the context asks for them) unless a SAKER_CUDA_MATMUL
 // mode asks for the older paths.
 bool invariant_kernels_on() { return !force_simple() && !force_fma() && !force_legacy(); }
+
+// Whether the f16 Q4_K kernel takes this call (and its scratch fits).
+bool kq_f16_takes(MatmulContext& ctx, const DeviceMatrix& w, int64_t rows) {
+  if (!invariant_kernels_on() || !(ctx.options().kq_f16 || force_kq_f16())) return false;
+  const detail::X16Scratch x16 = detail::x16_scratch(ctx);
+  return detail::matmul_kq_f16_supported(w, rows, x16.rows, x16.n_in);
+}
 
 }  // namespace
 
@@ -196,6 +214,7 @@ bool matmul_quantizes_input(MatmulContext& ctx, const DeviceMatrix& w, const flo
   if (!invariant_kernels_on() || rows > ctx.max_kernel_rows() || rows > detail::kKqMaxRows) {
     return false;
   }
+  if (kq_f16_takes(ctx, w, rows)) return false;
   const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
   return detail::matmul_kq_supported(w, x, rows, q8.rows, q8.n_in);
 }
@@ -208,6 +227,9 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
   if (w.layout != 0) return make_error(StatusCode::kInvalidArgument, "cuda matmul: unknown weight layout");
   if (force_simple()) return detail::launch_matvec_simple(w, x, rows, out, out_stride, accumulate, stream);
   if (rows <= ctx.max_kernel_rows()) {
+    if (kq_f16_takes(ctx, w, rows)) {
+      return detail::launch_matmul_kq_f16(w, x, rows, out, out_stride, accumulate, detail::x16_scratch(ctx).x, stream);
+    }
     if (matmul_quantizes_input(ctx, w, x, rows)) {  // the one definition the fused producers also ask
       const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
       if (x_quantized) {

@@ -77,6 +77,15 @@ bool matmul_float_wi_supported(const DeviceMatrix& w, int64_t rows, int64_t scra
 Status launch_matmul_float_wi(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
                               bool accumulate, void* x16, cudaStream_t stream);
 
+// The Q4_K kernel on f16 tensor cores (matmul_kq_f16.cu) for 1 .. kKqF16MaxRows rows with n_in a multiple of
+// 256: weights dequantised to f16 in registers, activations rounded to f16 (in registers at up to 8 aligned
+// rows, else into x16 scratch of [rows, n_in] by one conversion launch), f32 accumulation in a fixed order, so a
+// row's bits never depend on how many rows share the call. Launches only: graph-capture safe.
+inline constexpr int64_t kKqF16MaxRows = 64;
+bool matmul_kq_f16_supported(const DeviceMatrix& w, int64_t rows, int64_t scratch_rows, int64_t scratch_n_in);
+Status launch_matmul_kq_f16(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                            bool accumulate, void* x16, cudaStream_t stream);
+
 // Rows [row0, row0 + n_rows) of a quantized w dequantised to f16: dst [n_rows, n_in].
 Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows, __half* dst, cudaStream_t stream);
 // f32 -> f16 (to == kF16) or bf16 (to == kBF16), n elements.

@@ -1,0 +1,214 @@
+// The f16 tensor-core Q4_K matmul's index math and bit tricks (ops/cuda/kq_f16_layout.h), checked on the host:
+// - A and B registers of every lane agree, at every PTX fragment position, on which element of the sub-block
+//   a K position stands for, and each MMA pair covers the 32 elements once;
+// - the masked code words are the f16 values 1024 + n / 1024 + 16 n of the right nibbles, and the scale words
+//   the right 6-bit fields (against GGUF's get_scale_min_k4 written out);
+// - the kernel's dequantisation steps, each rounded to f16 as the hardware's f16 instructions round, are exact
+//   where the kernel relies on it and give dequant_block_host's weights;
+// - an emulation of one warp's block (16 GGUF rows x 8 activation rows) through the fragment layout equals the
+//   plain dot products with those weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "formats/quant/codec.h"
+#include "ops/cuda/kq_f16_layout.h"
+#include "ops/cuda/mma_layout.h"
+
+namespace saker {
+namespace {
+
+namespace kf = cuda::kq_f16;
+namespace mma = cuda::mma;
+
+float lo_half(uint32_t v) { return fp16_to_fp32(static_cast<uint16_t>(v & 0xFFFF)); }
+float hi_half(uint32_t v) { return fp16_to_fp32(static_cast<uint16_t>(v >> 16)); }
+
+TEST(CudaKqF16Layout, FragmentsAgreeAndCoverTheSubBlock) {
+  for (int p = 0; p < 2; ++p) {
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = lane >> 2, t = lane & 3;
+      // B: logical k of register r half e -> element.
+      int elem_of_k[16];
+      for (int r = 0; r < 2; ++r) {
+        for (int e = 0; e < 2; ++e) {
+          const mma::RowCol rc = mma::b_elem(lane, 2 * r + e);
+          EXPECT_EQ(rc.col, g);
+          elem_of_k[rc.row] = kf::sub_elem(t, p, kf::b_pair(r), e);
+        }
+      }
+      // A: register r half e holds row g (+ 8) at logical k; it must carry the element B has there.
+      for (int r = 0; r < 4; ++r) {
+        for (int e = 0; e < 2; ++e) {
+          const mma::RowCol rc = mma::a_elem(lane, 2 * r + e);
+          EXPECT_EQ(rc.row, g + (kf::a_upper(r) ? 8 : 0)) << "lane " << lane << " A reg " << r;
+          const int k = rc.col;
+          EXPECT_EQ(kf::sub_elem(t, p, kf::a_pair(r), e), elem_of_k[k]) << "p " << p << " lane " << lane << " A reg " << r;
+        }
+      }
+    }
+  }
+  // Over lanes t and both MMAs, every element of the sub-block once; consecutive words tile the code bytes.
+  std::vector<int> cover(32, 0);
+  for (int p = 0; p < 2; ++p) {
+    for (int t = 0; t < 4; ++t) {
+      for (int pair = 0; pair < 2; ++pair) {
+        for (int half = 0; half < 2; ++half) ++cover[kf::sub_elem(t, p, pair, half)];
+      }
+      for (int c = 0; c < 4; ++c) EXPECT_EQ(kf::word_byte(c, t, p), 32 * c + kf::sub_elem(t, p, 0, 0));
+    }
+  }
+  for (int e = 0; e < 32; ++e) EXPECT_EQ(cover[e], 1) << "element " << e;
+}
+
+TEST(CudaKqF16Layout, CodeWordsAndScaleWords) {
+  std::mt19937 rng(3);
+  for (int it = 0; it < 2000; ++it) {
+    const uint32_t word = rng();
+    for (int h = 0; h < 2; ++h) {
+      for (int pair = 0; pair < 2; ++pair) {
+        const uint32_t m = kf::code_magic(word, h, pair);
+        for (int half = 0; half < 2; ++half) {
+          const int byte = (word >> (8 * (pair + 2 * half))) & 0xFF;  // word byte i = pair + 2 half
+          const int n = h ? byte >> 4 : byte & 0xF;
+          EXPECT_EQ(half ? hi_half(m) : lo_half(m), 1024.0f + (h ? 16 : 1) * n);
+        }
+      }
+    }
+    // Four f16 activations in two words pair up as the code words do (i 0, 2 and i 1, 3).
+    const uint32_t xl = rng(), xh = rng();
+    const uint16_t xs[4] = {static_cast<uint16_t>(xl), static_cast<uint16_t>(xl >> 16), static_cast<uint16_t>(xh),
+                            static_cast<uint16_t>(xh >> 16)};
+    for (int pair = 0; pair < 2; ++pair) {
+      EXPECT_EQ(kf::x16_pair(xl, xh, pair), static_cast<uint32_t>(xs[pair]) | static_cast<uint32_t>(xs[pair + 2]) << 16);
+    }
+    uint8_t sc[12];
+    for (auto& b : sc) b = static_cast<uint8_t>(rng());
+    uint32_t y, z, w;
+    std::memcpy(&y, sc, 4);
+    std::memcpy(&z, sc + 4, 4);
+    std::memcpy(&w, sc + 8, 4);
+    const kf::ScaleWords words = kf::unpack_scales(y, z, w);
+    for (int j = 0; j < 8; ++j) {
+      const int s = j < 4 ? sc[j] & 63 : (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
+      const int mn = j < 4 ? sc[j + 4] & 63 : (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+      const uint32_t m = kf::scale_magic(words, j);
+      EXPECT_EQ(lo_half(m), 1024.0f + s) << "j " << j;
+      EXPECT_EQ(hi_half(m), 1024.0f + mn) << "j " << j;
+    }
+  }
+}
+
+// The kernel's f16 steps, each an exact operation rounded to f16 once (HMUL2 / HADD2 / HFMA2 .rn).
+float f16_mul(float a, float b) { return kf::round_f16_host(static_cast<double>(a) * b); }
+float f16_fma(float a, float b, float c) { return kf::round_f16_host(static_cast<double>(a) * b + c); }
+
+TEST(CudaKqF16Layout, DequantisationStepsGiveTheOracleWeights) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> exp(-24, 2);
+  for (int it = 0; it < 3000; ++it) {
+    // d and dmin of every magnitude a model stores, subnormals included.
+    const float d = fp16_to_fp32(fp32_to_fp16(std::ldexp(1.0f + (rng() % 1024) / 1024.0f, exp(rng))));
+    const float dmin = fp16_to_fp32(fp32_to_fp16(std::ldexp(1.0f + (rng() % 1024) / 1024.0f, exp(rng))));
+    uint8_t blk[kf::kBlockBytes];
+    for (auto& b : blk) b = static_cast<uint8_t>(rng());
+    const uint16_t dh = fp32_to_fp16(d), mh = fp32_to_fp16(dmin);
+    std::memcpy(blk, &dh, 2);
+    std::memcpy(blk + 2, &mh, 2);
+    float want[256];
+    kf::dequant_block_host(blk, want);
+    uint32_t y, z, w;
+    std::memcpy(&y, blk + 4, 4);
+    std::memcpy(&z, blk + 8, 4);
+    std::memcpy(&w, blk + 12, 4);
+    const kf::ScaleWords words = kf::unpack_scales(y, z, w);
+    const float d1024 = f16_mul(d, -1024.0f), m1024 = f16_mul(dmin, -1024.0f);
+    ASSERT_EQ(d1024, -1024.0f * d);  // exact: the FMA below then rounds only once
+    ASSERT_EQ(m1024, -1024.0f * dmin);
+    for (int c = 0; c < 4; ++c) {
+      for (int t = 0; t < 4; ++t) {
+        for (int p = 0; p < 2; ++p) {
+          uint32_t q;
+          std::memcpy(&q, blk + kf::kQs + kf::word_byte(c, t, p), 4);
+          for (int h = 0; h < 2; ++h) {
+            const uint32_t sm = kf::scale_magic(words, 2 * c + h);
+            const float s = f16_fma(lo_half(sm), d, d1024), m = f16_fma(hi_half(sm), dmin, m1024);
+            for (int pair = 0; pair < 2; ++pair) {
+              const uint32_t cm = kf::code_magic(q, h, pair);
+              for (int half = 0; half < 2; ++half) {
+                const float v = half ? hi_half(cm) : lo_half(cm);
+                const float n = h ? f16_fma(v, 0.0625f, -64.0f) : kf::round_f16_host(v - 1024.0);
+                ASSERT_EQ(n, std::floor(n));
+                ASSERT_LT(n, 16.0f);
+                const float got = f16_fma(n, s, -m);
+                const int e = 64 * c + 32 * h + kf::sub_elem(t, p, pair, half);
+                ASSERT_EQ(got, want[e]) << "element " << e << " d " << d << " dmin " << dmin;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaKqF16Layout, OneWarpBlockEqualsTheDotProducts) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  std::uniform_int_distribution<int> small(-4, 4);
+  // 16 GGUF rows of one block and 8 activation rows.
+  std::vector<float> wf(16 * 256);
+  for (auto& v : wf) v = dist(rng);
+  std::vector<uint8_t> rows(16 * kf::kBlockBytes);
+  for (int r = 0; r < 16; ++r) {
+    ASSERT_TRUE(quantize_row(DType::kQ4_K, wf.data() + 256 * r, rows.data() + kf::kBlockBytes * r, 256).ok());
+  }
+  std::vector<float> w16(16 * 256);
+  for (int r = 0; r < 16; ++r) kf::dequant_block_host(rows.data() + kf::kBlockBytes * r, w16.data() + 256 * r);
+  double X[8][256];
+  for (auto& row : X) for (auto& v : row) v = small(rng);
+  double D[16][8] = {};
+  for (int c = 0; c < 4; ++c) {
+    for (int h = 0; h < 2; ++h) {
+      for (int p = 0; p < 2; ++p) {
+        // One MMA: A[m][k], B[k][n] filled through each lane's registers.
+        double A[16][16] = {}, B[16][8] = {};
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane >> 2, t = lane & 3;
+          for (int r = 0; r < 4; ++r) {
+            const int row = g + (kf::a_upper(r) ? 8 : 0);
+            for (int e = 0; e < 2; ++e) {
+              const mma::RowCol rc = mma::a_elem(lane, 2 * r + e);
+              A[rc.row][rc.col] = w16[256 * row + 64 * c + 32 * h + kf::sub_elem(t, p, kf::a_pair(r), e)];
+            }
+          }
+          for (int r = 0; r < 2; ++r) {
+            for (int e = 0; e < 2; ++e) {
+              const mma::RowCol rc = mma::b_elem(lane, 2 * r + e);
+              B[rc.row][rc.col] = X[g][64 * c + 32 * h + kf::sub_elem(t, p, kf::b_pair(r), e)];
+            }
+          }
+        }
+        for (int m = 0; m < 16; ++m) {
+          for (int n = 0; n < 8; ++n) {
+            for (int k = 0; k < 16; ++k) D[m][n] += A[m][k] * B[k][n];
+          }
+        }
+      }
+    }
+  }
+  for (int m = 0; m < 16; ++m) {
+    for (int n = 0; n < 8; ++n) {
+      double want = 0;
+      for (int e = 0; e < 256; ++e) want += static_cast<double>(w16[256 * m + e]) * X[n][e];
+      EXPECT_NEAR(D[m][n], want, 1e-9) << "row " << m << " column " << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace saker
