@@ -69,6 +69,8 @@ class KvPool {
   void release(std::vector<int32_t>* table);
 
   int32_t ref_count(int32_t page) const { return pages_[page].owners; }
+  // Whether the page carries a prefix key (then its contents must not change: copy it with fork()).
+  bool is_keyed(int32_t page) const { return pages_[page].keyed; }
   KvPoolStats stats() const;
   // Counts, free list, LRU list and key map agree; every page is free, cached or owned, exactly once.
   Status validate() const;

@@ -43,11 +43,21 @@ class Proposer {
   virtual ~Proposer() = default;
   // The target's decoder layers whose outputs add_context reads (HiddenTaps::layers); empty: none.
   virtual std::span<const int32_t> tap_layers() const = 0;
-  // A proposer that reads taps needs every position fed through the target (no prefix-cache pages, which
-  // keep K/V but not hidden states); one that reads only tokens does not.
+  // A proposer that reads taps needs every position fed through the target, except those whose context it
+  // holds already (match_prefix: prefix-cache pages keep K/V, not hidden states); one that reads only tokens
+  // needs none.
   bool needs_taps() const { return !tap_layers().empty(); }
   // Forgets every context position (the sequence restarts: preempted and recomputed).
   virtual void reset() = 0;
+  // Before a sequence's first context: adopts what a cache of the proposer's own already holds for the longest
+  // prefix of tokens[0, max_tokens) and returns its length (0: nothing, the default). The engine then takes at
+  // most that much of the prompt from its prefix cache, so a proposer that reads taps still gets every other
+  // position's hidden states; context added later from an earlier position replaces what was adopted.
+  virtual Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+    (void)tokens;
+    (void)max_tokens;
+    return int64_t{0};
+  }
   // The target's taps of positions [first, first + n): [n, n_taps, n_embd]; positions from `first` on replace
   // what was there.
   virtual Status add_context(int64_t first, int64_t n, const float* taps) = 0;

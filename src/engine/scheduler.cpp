@@ -94,14 +94,20 @@ void Scheduler::preempt_newest() {
 bool Scheduler::admit_next(int64_t budget) {
   Sequence& s = *waiting_.front();
   // The last token must be fed (its row decides the next one), so at most tokens - 1 come from the cache.
-  // A sequence whose proposer reads hidden states prefills everything: cached pages do not keep them.
-  const int64_t max_match = s.proposer && s.proposer->needs_taps() ? 0 : static_cast<int64_t>(s.tokens.size()) - 1;
+  // A sequence whose proposer reads hidden states takes from the cache only the prefix whose context the
+  // proposer holds already (its own cache): cached pages keep K/V, not hidden states.
+  int64_t max_match = static_cast<int64_t>(s.tokens.size()) - 1;
+  if (s.proposer && s.proposer->needs_taps()) {
+    Result<int64_t> held = s.proposer->match_prefix(s.tokens, max_match);
+    max_match = held.ok() ? std::min(*held, max_match) : 0;  // a proposer that fails says so at its context
+  }
   const int64_t matched = pool_.match_prefix(s.tokens, max_match, &s.pages);
   s.n_cached = matched;
   const int64_t n = std::min<int64_t>(s.n_pending(), options_.prefill_chunk);
   if (n > budget || !pool_.reserve(&s.pages, s.n_cached + n).ok()) {
     pool_.release(&s.pages);
     s.n_cached = 0;
+    if (s.proposer) s.proposer->reset();  // it adopts its cached context again when admitted
     return false;
   }
   if (!s.started) s.n_prefix_hit = matched;

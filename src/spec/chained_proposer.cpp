@@ -28,6 +28,13 @@ void ChainedProposer::reset() {
   for (auto& p : proposers_) p->reset();
 }
 
+Result<int64_t> ChainedProposer::match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+  for (auto& p : proposers_) {
+    if (p->needs_taps()) return p->match_prefix(tokens, max_tokens);  // the one that reads hidden states
+  }
+  return int64_t{0};
+}
+
 Status ChainedProposer::add_context(int64_t first, int64_t n, const float* taps) {
   for (auto& p : proposers_) SAKER_RETURN_IF_ERROR(p->add_context(first, n, p->needs_taps() ? taps : nullptr));
   return {};

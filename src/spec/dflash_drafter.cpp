@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "core/clock.h"
 #include "engine/sequence_batch.h"
@@ -24,16 +23,12 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(std::shared_ptr<con
   const KvCacheConfig one = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, d->backend_->kv_dtype());
   KvCacheConfig all = one;
   all.n_blocks = one.n_blocks * n_slots;
-  SAKER_ASSIGN_OR_RETURN(d->kv_, allocate_kv_storage(d->backend_->device(), all));
+  SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvStorage> storage, allocate_kv_storage(d->backend_->device(), all));
+  d->pool_ = std::make_unique<KvPool>(std::move(storage), KvPoolOptions{});
   d->n_ctx_ = one.n_blocks * one.block_size;
   // What one forward may carry: the CUDA backend splits a longer causal batch but not a full-mask one.
   d->max_rows_ = std::max<int64_t>({64, ops.max_batch_tokens, c.block_size});
   d->slots_.resize(static_cast<size_t>(n_slots));
-  for (int32_t i = 0; i < n_slots; ++i) {
-    std::vector<int32_t>& table = d->slots_[i].block_table;
-    table.resize(one.n_blocks);
-    std::iota(table.begin(), table.end(), static_cast<int32_t>(i * one.n_blocks));
-  }
   return d;
 }
 
@@ -80,9 +75,51 @@ int64_t DFlashDrafter::n_context(int32_t slot) const {
 
 void DFlashDrafter::reset(int32_t slot) {
   Slot& s = slots_[slot];
+  pool_->release(&s.block_table);
   s.fused = 0;
   s.queued.clear();
   s.pending = -1;
+}
+
+Result<int64_t> DFlashDrafter::match_prefix(int32_t slot, std::span<const int32_t> tokens, int64_t max_tokens) {
+  SAKER_RETURN_IF_ERROR(check_slot(slot));
+  Slot& s = slots_[slot];
+  if (n_context(slot) != 0 || !s.block_table.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "drafter: slot {} already holds {} positions of context", slot,
+                      n_context(slot));
+  }
+  max_tokens = std::min({max_tokens, static_cast<int64_t>(tokens.size()), n_ctx_});
+  s.fused = pool_->match_prefix(tokens, max_tokens, &s.block_table);
+  stats_.cached_positions += s.fused;
+  return s.fused;
+}
+
+void DFlashDrafter::commit(int32_t slot, std::span<const int32_t> tokens) {
+  if (check_slot(slot).ok()) {
+    const Slot& s = slots_[slot];
+    pool_->commit(s.block_table, tokens, std::min(s.fused, static_cast<int64_t>(tokens.size())));
+  }
+}
+
+// Pages for the slot's first `positions` positions; positions before `keep` stay, later ones will be written.
+// A page some other sequence may read (a cached prefix page) is never written: the slot first trades the pages
+// from the one holding `keep` on for a copy of that page's first part.
+Status DFlashDrafter::make_room(Slot& s, int64_t keep, int64_t positions) {
+  const int64_t pt = pool_->page_tokens();
+  const int64_t first_page = keep / pt;
+  bool shared = false;
+  for (size_t i = static_cast<size_t>(first_page); i < s.block_table.size(); ++i) {
+    shared |= pool_->ref_count(s.block_table[i]) > 1 || pool_->is_keyed(s.block_table[i]);
+  }
+  if (shared) {
+    std::vector<int32_t> own;
+    SAKER_RETURN_IF_ERROR(pool_->fork(s.block_table, keep, &own));
+    pool_->release(&s.block_table);
+    s.block_table = std::move(own);
+  }
+  Status st = pool_->reserve(&s.block_table, positions);
+  if (!st.ok()) return make_error(StatusCode::kOutOfRange, "drafter: no KV pages left for {} positions", positions);
+  return {};
 }
 
 Status DFlashDrafter::bind_weights() {
@@ -254,6 +291,7 @@ Status DFlashDrafter::fuse_context() {
     const Slot& s = slots_[i];
     const int64_t q = static_cast<int64_t>(s.queued.size()) / width;
     if (q == 0) continue;
+    SAKER_RETURN_IF_ERROR(make_room(slots_[i], s.fused, s.fused + q));
     batch_.add(s.block_table, s.fused, q, AttentionMask::kCausal);
     seq_slot_.push_back(i);
     input_.insert(input_.end(), s.queued.begin(), s.queued.end());
@@ -264,7 +302,7 @@ Status DFlashDrafter::fuse_context() {
   StepRequest r;
   r.tokens = tokens_;
   r.attn = &attn;
-  r.kv = kv_->layers();
+  r.kv = pool_->layers();
   r.n_vocab = w_->config.n_vocab;
   r.input = input_.data();  // [T, n_taps, n_embd] is [T, n_taps * n_embd]: the taps concatenated per position
   r.input_stride = width;
@@ -291,7 +329,8 @@ Status DFlashDrafter::run_blocks() {
   for (int32_t i = 0; i < n_slots(); ++i) {
     Slot& s = slots_[i];
     if (s.pending < 0) continue;
-    if (s.fused + B > n_ctx_) {  // context added since the request leaves no room for the block
+    // Context added since the request may leave no room for the block; no pages left drafts nothing either.
+    if (s.fused + B > n_ctx_ || !make_room(s, s.fused, s.fused + B).ok()) {
       s.pending = -1;
       continue;
     }
@@ -336,7 +375,7 @@ Status DFlashDrafter::run_block_group(std::span<const int32_t> group) {
   r.tokens = tokens_;
   r.attn = &attn;
   r.output_rows = output_rows_;
-  r.kv = kv_->layers();
+  r.kv = pool_->layers();
   r.n_vocab = V;
   r.argmax = k > 0 ? nullptr : ids_.data();
   r.top_k = k;

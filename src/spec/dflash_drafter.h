@@ -4,8 +4,14 @@
 // or head of its own: block tokens are embedded with the target's token embedding and draft logits come from
 // the target's output head applied to the drafter's final-normed hidden state.
 //
-//   slots     each sequence drafting through it holds a slot: its fused context and its own KV pages (a fixed
-//             share of the drafter's KV storage, slot = position). One set of prepared weights serves them all.
+//   slots     each sequence drafting through it holds a slot: its fused context and the KV pages that hold it
+//             (slot = position), taken from the drafter's page pool as the context grows and given back when
+//             the slot is. One set of prepared weights serves them all.
+//   pages     the pool (engine/KvPool, n_slots x n_ctx positions) keeps a prefix cache like the engine's: a
+//             full page of fused context gets the key of the token prefix it ends (commit()), so a later
+//             sequence with the same prefix adopts those pages (match_prefix()) instead of needing the target's
+//             hidden states of those positions, which a prefix-cache hit of the target never computes. Cached
+//             pages are immutable: a slot that replaces context inside one takes a copy.
 //   context   the target's tapped hidden states of every committed position, fused once per position:
 //             ctx = hidden_norm(fc(concat taps)), then each draft layer caches k_norm(k_proj(ctx)) (RoPE at the
 //             position) and v_proj(ctx) in the slot's pages (a step whose input rows are the taps and whose
@@ -31,6 +37,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "engine/kv_pool.h"
 #include "engine/proposer.h"
 #include "engine/sequence_batch.h"
 #include "models/kv_storage.h"
@@ -65,8 +72,17 @@ class DFlashDrafter : public DraftBatch {
 
   // Context positions of the slot, queued ones included.
   int64_t n_context(int32_t slot) const;
-  // Forgets every context position of the slot (a new sequence).
+  // Forgets every context position of the slot (a new sequence); its pages go back to the pool, where those
+  // with a prefix key stay cached.
   void reset(int32_t slot);
+  // For a slot with no context: adopts the cached pages of the longest prefix of tokens[0, max_tokens) whose
+  // fused context the pool holds (whole pages) and returns its length, the slot's context from then on.
+  Result<int64_t> match_prefix(int32_t slot, std::span<const int32_t> tokens, int64_t max_tokens);
+  // The slot's fused positions belong to tokens[0, n_context): its full pages get their prefix keys, so later
+  // sequences with that prefix can adopt them. tokens: the sequence so far (more than its context is fine).
+  void commit(int32_t slot, std::span<const int32_t> tokens);
+  // The page pool's counters (prefix-cache lookups and hits, pages free, cached and held).
+  KvPoolStats pool_stats() const { return pool_->stats(); }
   // Queues the target's tapped hidden states of positions [first, first + n) for fusing into the slot's
   // context. first <= n_context(slot): positions from `first` on are replaced (those of a rejected draft are
   // never added). Once the queues hold a forward's worth of rows they are fused at once.
@@ -94,6 +110,7 @@ class DFlashDrafter : public DraftBatch {
     int64_t context_forwards = 0, context_rows = 0;  // fusing forwards, positions fused
     int64_t block_forwards = 0, blocks = 0;          // drafting forwards, blocks drafted
     int64_t runs = 0;                                // run() calls
+    int64_t cached_positions = 0;                    // context positions adopted from cached pages
     double context_ms = 0, block_ms = 0;             // wall time in fusing / drafting forwards
   };
   const Stats& stats() const { return stats_; }
@@ -115,7 +132,7 @@ class DFlashDrafter : public DraftBatch {
   };
   struct Slot {
     bool held = false;
-    std::vector<int32_t> block_table;  // its share of the KV storage's blocks
+    std::vector<int32_t> block_table;  // its pages, from the pool
     int64_t fused = 0;                 // positions whose K/V are in its pages
     std::vector<float> queued;         // [n_queued, n_taps * n_embd] taps of positions fused.. to fuse next
     int32_t pending = -1;              // >= 0: a block is requested
@@ -129,6 +146,7 @@ class DFlashDrafter : public DraftBatch {
   int64_t queued_rows() const;  // over every slot's queue
   int64_t tap_width() const { return static_cast<int64_t>(w_->config.target_layers.size()) * w_->config.n_embd; }
   Status check_slot(int32_t slot) const;
+  Status make_room(Slot& s, int64_t keep, int64_t positions);
   // The two forwards of run().
   Status fuse_context();
   Status run_blocks();
@@ -140,7 +158,8 @@ class DFlashDrafter : public DraftBatch {
 
   std::shared_ptr<const DFlashWeights> w_;
   std::unique_ptr<OpBackend> backend_;
-  std::unique_ptr<KvStorage> kv_;  // [n_layer] x [n_slots * blocks a slot, 16, n_head_kv, head_dim]
+  // Pages of [n_layer] x [n_slots * blocks a slot, 16, n_head_kv, head_dim], handed to slots as they grow.
+  std::unique_ptr<KvPool> pool_;
   int64_t n_ctx_ = 0;
   int64_t max_rows_ = 0;     // rows one forward carries (whole blocks; the context queues fuse at this many)
   std::vector<Slot> slots_;

@@ -3,7 +3,8 @@
 // (its fused context and KV pages) that every speculating sequence of the engine shares, so the weights are
 // prepared once and one forward drafts for all of them (Proposer::request / DraftBatch). Proposes the
 // drafter's argmax chain, or a best-first tree of up to tree_budget nodes from its top tokens per depth
-// (draft_tree.h). The slot is taken at the first context or request and given back at reset().
+// (draft_tree.h). The slot is taken at the first context or request and given back at reset(); each request
+// commits the slot's fused context to the drafter's prefix cache under the sequence's tokens.
 #include <memory>
 
 #include "engine/proposer.h"
@@ -28,6 +29,8 @@ class DFlashProposer : public Proposer {
   std::span<const int32_t> target_layers() const { return drafter_->target_layers(); }
   std::span<const int32_t> tap_layers() const override { return drafter_->target_layers(); }
   void reset() override;
+  // The drafter's cached context pages for the prompt's prefix (DFlashDrafter::match_prefix).
+  Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;
   Status add_context(int64_t first, int64_t n, const float* taps) override;
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   Status request(std::span<const int32_t> tokens, int64_t max_depth) override;

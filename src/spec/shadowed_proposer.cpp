@@ -27,6 +27,10 @@ void ShadowedProposer::reset() {
   shadow_->reset();
 }
 
+Result<int64_t> ShadowedProposer::match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+  return shadow_->match_prefix(tokens, max_tokens);  // the lead reads no hidden states
+}
+
 Status ShadowedProposer::add_context(int64_t first, int64_t n, const float* taps) {
   SAKER_RETURN_IF_ERROR(lead_->add_context(first, n, nullptr));
   return shadow_->add_context(first, n, taps);

@@ -1,6 +1,8 @@
 // One DFlash drafter for many sequences (saker-mini's, CPU backend): slots drafted together in one forward
 // draft exactly what each drafts alone, argmax and top-k rows mixed in one forward; context queued over
-// several calls equals context given at once; slots run out with a clear error and come back empty.
+// several calls equals context given at once; slots run out with a clear error and come back empty; context
+// pages committed under a prompt's tokens are adopted by a later slot with that prefix, which then drafts
+// what full context gives, and a slot replacing adopted context copies the page instead of changing it.
 #include <gtest/gtest.h>
 
 #include "engine_test_util.h"
@@ -17,6 +19,7 @@ using testing::load_mini_weights;
 using testing::mini_dir;
 
 struct Context {
+  std::vector<int32_t> tokens;  // [n] the prompt
   std::vector<float> taps;  // [n, n_taps * n_embd]
   int32_t pending = -1;     // the target's greedy token after the prompt
   int64_t n = 0;
@@ -46,6 +49,7 @@ class DFlashSlots : public ::testing::Test {
       ctx.n = static_cast<int64_t>(p.size());
       ctx.taps.resize(static_cast<size_t>(ctx.n * stride));
       ASSERT_TRUE(testing::forward_with_taps(**target, **kv, p, 0, c.target_layers, ctx.taps.data(), &ctx.pending).ok());
+      ctx.tokens = p;
       contexts_.push_back(std::move(ctx));
     }
   }
@@ -176,6 +180,60 @@ TEST_F(DFlashSlots, SlotsRunOutClearlyAndComeBackEmpty) {
   EXPECT_EQ(d->n_context(*again), 0) << "a released slot keeps no context";
   EXPECT_FALSE(d->request(7, 1, 0).ok()) << "no slot 7";
   EXPECT_FALSE(d->request(*again, -1, 0).ok()) << "a pending token outside the vocabulary";
+}
+
+TEST_F(DFlashSlots, CommittedContextPagesAreAdoptedByTheSamePrefix) {
+  const Context& ctx = contexts_[2];
+  const int64_t full = ctx.n / 16 * 16;  // positions in whole pages of 16
+  ASSERT_GE(full, 32) << "a context of two full pages at least";
+  const int64_t stride = static_cast<int64_t>(ctx.taps.size()) / ctx.n;
+  std::vector<int32_t> whole;
+  auto d = drafter(2);
+  ASSERT_TRUE(d);
+  ASSERT_TRUE(d->add_context(0, 0, ctx.n, ctx.taps.data()).ok());
+  ASSERT_TRUE(d->propose(0, ctx.pending, &whole).ok());
+  d->commit(0, ctx.tokens);
+  d->release(0);
+  EXPECT_EQ(d->pool_stats().pages_cached, full / 16) << "the full pages stay cached under their prefix";
+
+  // Another slot with the same prompt adopts the positions of full pages and needs only the rest.
+  auto slot = d->acquire();
+  ASSERT_TRUE(slot.ok());
+  auto got = d->match_prefix(*slot, ctx.tokens, ctx.n - 1);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(*got, full);
+  EXPECT_EQ(d->n_context(*slot), full);
+  EXPECT_EQ(d->stats().cached_positions, full);
+  EXPECT_FALSE(d->match_prefix(*slot, ctx.tokens, ctx.n - 1).ok()) << "a slot with context matches nothing more";
+  ASSERT_TRUE(d->add_context(*slot, full, ctx.n - full, ctx.taps.data() + full * stride).ok());
+  std::vector<int32_t> adopted;
+  ASSERT_TRUE(d->propose(*slot, ctx.pending, &adopted).ok());
+  EXPECT_EQ(adopted, whole);
+
+  // Replacing positions inside an adopted page copies it: a third slot still adopts the original pages and
+  // drafts the same.
+  std::vector<float> other(ctx.taps.begin() + 20 * stride, ctx.taps.end());
+  for (float& v : other) v = -v;
+  ASSERT_TRUE(d->add_context(*slot, 20, ctx.n - 20, other.data()).ok());
+  std::vector<int32_t> changed;
+  ASSERT_TRUE(d->propose(*slot, ctx.pending, &changed).ok());
+  d->release(*slot);
+  auto third = d->acquire();
+  ASSERT_TRUE(third.ok());
+  got = d->match_prefix(*third, ctx.tokens, ctx.n - 1);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, full);
+  ASSERT_TRUE(d->add_context(*third, full, ctx.n - full, ctx.taps.data() + full * stride).ok());
+  std::vector<int32_t> again;
+  ASSERT_TRUE(d->propose(*third, ctx.pending, &again).ok());
+  EXPECT_EQ(again, whole) << "an adopted page was written by the slot that replaced its context";
+  // Another prompt shares no page with it.
+  d->release(*third);
+  auto fourth = d->acquire();
+  ASSERT_TRUE(fourth.ok());
+  got = d->match_prefix(*fourth, contexts_[0].tokens, contexts_[0].n - 1);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, 0);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Speculative decoding inside the batched engine step on saker-mini (CPU backend): every proposer (the DFlash
 // drafter as chain and tree, n-gram prompt lookup, a draft model, n-gram chained to the drafter) drafts for
 // several sequences batched together, greedy and sampled, and each request's tokens equal plain decoding's
-// alone (same seeds); the drafts are used; the n-gram proposer keeps the prefix cache.
+// alone (same seeds); the drafts are used; the n-gram proposer and the drafter keep the prefix cache.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -354,6 +354,43 @@ TEST(EngineSpeculation, NgramKeepsThePrefixCache) {
   EXPECT_EQ(spec.tokens, plain.tokens);
   ASSERT_TRUE(spec.draft);
   EXPECT_GT(spec.draft->verify_steps, 0);
+}
+
+// The DFlash drafter reads hidden states, which cached pages do not keep; its own pages keep the context it
+// fused, under the same prefix keys, so a second request with a shared prefix takes it from both caches and
+// prefills only the rest, and its output stays plain decoding's with the same cache state.
+TEST(EngineSpeculation, DrafterKeepsThePrefixCache) {
+  SAKER_REQUIRE_MINI();
+  auto [model, dw] = load_mini_with_drafter();
+  ASSERT_TRUE(model && dw);
+  const auto [first, second] = testing::shared_prefix_pair(400);
+  const GenerateOptions o = greedy_options(48);
+  EngineOptions eo;
+  eo.n_ctx = 1024;
+  eo.prefill_chunk = 128;
+  auto run_pair = [&](const EngineOptions& opts, int64_t* hits) {
+    auto engine = make_engine(*model, opts);
+    EXPECT_TRUE(engine->generate(first, o).ok());
+    auto r = engine->generate(second, o);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    *hits = engine->stats().pool.hit_tokens;
+    return r.ok() ? *r : GenerateResult{};
+  };
+  int64_t plain_hits = 0, spec_hits = 0;
+  const GenerateResult plain = run_pair(eo, &plain_hits);
+  auto shared = spec::DFlashDrafter::create(dw, eo.n_ctx + dw->config.block_size, OpsOptions{}, eo.max_seqs);
+  ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+  std::shared_ptr<spec::DFlashDrafter> drafter = std::move(shared).value();
+  EngineOptions so = eo;
+  so.proposer = factory_of<spec::DFlashProposer>([drafter] { return spec::DFlashProposer::create(drafter, 0); });
+  const GenerateResult spec = run_pair(so, &spec_hits);
+  EXPECT_GE(spec_hits, 384) << "the shared 400-token prefix should come from the cache";
+  EXPECT_EQ(spec_hits, plain_hits);
+  EXPECT_EQ(drafter->stats().cached_positions, spec_hits) << "the drafter adopted the same prefix";
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  ASSERT_TRUE(spec.draft);
+  EXPECT_GT(spec.draft->verify_steps, 0);
+  EXPECT_GT(spec.draft->mean_accepted_length(), 1.2) << "drafts from adopted context were accepted";
 }
 
 }  // namespace
