@@ -7,7 +7,7 @@
 // up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare. F16 / BF16 weights take the
 // width-invariant kernel only in contexts made with MatmulOptions::invariant_float; Q4_K weights take the f16
 // tensor-core kernel in contexts made with MatmulOptions::kq_f16, or in every context under
-// SAKER_CUDA_MATMUL=kqf16.
+// SAKER_CUDA_MATMUL=kqf16 (kqf16k2, kqf16k1: with 2 or 1 K streams an m-tile instead of 4).
 #include <cstring>
 #include <string>
 
@@ -118,14 +118,20 @@ bool force_legacy() {
   return legacy;
 }
 
-// SAKER_CUDA_MATMUL=kqf16: Q4_K rows on the f16 tensor-core kernel in every context.
-bool force_kq_f16() {
-  static const bool on = [] {
+// SAKER_CUDA_MATMUL=kqf16 | kqf16k2 | kqf16k1: Q4_K rows on the f16 tensor-core kernel in every context, with 4
+// (the kernel's default), 2 or 1 K streams an m-tile (to compare; each is its own summation order). 0: not forced.
+int forced_kq_f16_streams() {
+  static const int streams = [] {
     const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "kqf16") == 0;
+    if (v == nullptr) return 0;
+    if (std::strcmp(v, "kqf16") == 0) return 4;
+    if (std::strcmp(v, "kqf16k2") == 0) return 2;
+    if (std::strcmp(v, "kqf16k1") == 0) return 1;
+    return 0;
   }();
-  return on;
+  return streams;
 }
+constexpr int kKqF16Streams = 4;  // the K streams of MatmulOptions::kq_f16
 
 // The width-invariant kernels (K-quant, and F16 / BF16 where the context asks for them) unless a SAKER_CUDA_MATMUL
 // mode asks for the older paths.
@@ -133,7 +139,7 @@ bool invariant_kernels_on() { return !force_simple() && !force_fma() && !force_l
 
 // Whether the f16 Q4_K kernel takes this call (and its scratch fits).
 bool kq_f16_takes(MatmulContext& ctx, const DeviceMatrix& w, int64_t rows) {
-  if (!invariant_kernels_on() || !(ctx.options().kq_f16 || force_kq_f16())) return false;
+  if (!invariant_kernels_on() || !(ctx.options().kq_f16 || forced_kq_f16_streams() > 0)) return false;
   const detail::X16Scratch x16 = detail::x16_scratch(ctx);
   return detail::matmul_kq_f16_supported(w, rows, x16.rows, x16.n_in);
 }
@@ -228,7 +234,9 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
   if (force_simple()) return detail::launch_matvec_simple(w, x, rows, out, out_stride, accumulate, stream);
   if (rows <= ctx.max_kernel_rows()) {
     if (kq_f16_takes(ctx, w, rows)) {
-      return detail::launch_matmul_kq_f16(w, x, rows, out, out_stride, accumulate, detail::x16_scratch(ctx).x, stream);
+      const int streams = forced_kq_f16_streams() > 0 ? forced_kq_f16_streams() : kKqF16Streams;
+      return detail::launch_matmul_kq_f16(w, x, rows, out, out_stride, accumulate, detail::x16_scratch(ctx).x, streams,
+                                          stream);
     }
     if (matmul_quantizes_input(ctx, w, x, rows)) {  // the one definition the fused producers also ask
       const detail::Q8Scratch q8 = detail::q8_scratch(ctx);

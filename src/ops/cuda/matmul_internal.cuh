@@ -83,8 +83,9 @@ Status launch_matmul_float_wi(const DeviceMatrix& w, const float* x, int64_t row
 // row's bits never depend on how many rows share the call. Launches only: graph-capture safe.
 inline constexpr int64_t kKqF16MaxRows = 64;
 bool matmul_kq_f16_supported(const DeviceMatrix& w, int64_t rows, int64_t scratch_rows, int64_t scratch_n_in);
+// k_streams (1, 2, 4): K streams an m-tile of 16 rows, which fixes the summation order (one value per matrix).
 Status launch_matmul_kq_f16(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
-                            bool accumulate, void* x16, cudaStream_t stream);
+                            bool accumulate, void* x16, int k_streams, cudaStream_t stream);
 
 // Rows [row0, row0 + n_rows) of a quantized w dequantised to f16: dst [n_rows, n_in].
 Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows, __half* dst, cudaStream_t stream);

@@ -10,10 +10,10 @@
 // subtraction, one FMA with the sub-block's scale and min), and the MMAs accumulate a whole warp's share of K
 // with nothing between them.
 //
-// Layout of the work: a block of four warps owns 16 * MT output rows; warp w takes the weight blocks (256
-// elements) w, w + 4, w + 8, ... in order, copying each block's 16 GGUF rows of every m-tile into its own ring of
-// shared-memory stages with cp.async (no block-wide barrier), and the four warps' sums meet in shared memory in
-// the fixed order (s0 + s1) + (s2 + s3). Activations are read from global memory (L1 / L2: every block reads the
+// Layout of the work: a block of four warps owns 16, 32 or 64 output rows (KS = 4, 2 or 1 K streams an m-tile);
+// a warp takes every KS-th weight block (256 elements) of its m-tile in order, copying each block's 16 GGUF rows
+// into its own ring of shared-memory stages with cp.async (no block-wide barrier), and the streams of an m-tile
+// meet in shared memory in a fixed order. Activations are read from global memory (L1 / L2: every block reads the
 // same rows): f32 rounded in registers at decode widths (no extra launch), or the context's f16 copy (one
 // conversion launch) at wider calls, where half the bytes matter; both round the same values the same way.
 //
@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/cuda_check.h"
@@ -101,10 +102,16 @@ __device__ __forceinline__ void load_b(const void* xrow, int64_t at, bool ok, ui
   }
 }
 
-template <int MT, int S>
-constexpr int kSmemBytes = kWarps * S * MT * kTileBytes;
+template <int S>
+constexpr int kSmemBytes = kWarps * S * kTileBytes;
 
-template <int MT, int NT, int S, bool kXf32>
+// KS: K streams of a block (1, 2 or 4). Warp w owns m-tile w / KS of the block's kWarps / KS (16 output rows
+// each) and is stream w % KS of it: it takes the weight blocks w % KS, w % KS + KS, ... of its rows in order.
+// The streams of an m-tile meet in shared memory in a fixed order, so the bits depend on KS (one KS per
+// matrix, chosen by the launcher from nothing but the dtype) and never on the row count. Warps of a block
+// that share a stream read the same activations at about the same time (L1 hits): fewer streams, less
+// activation traffic per weight byte, fewer blocks in the grid.
+template <int KS, int NT, int S, bool kXf32>
 __global__ void __launch_bounds__(kWarps * 32)
     kq_f16_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes] GGUF Q4_K blocks, 16-byte aligned
                   int64_t row_bytes, int64_t n_out, int n_blocks,
@@ -112,40 +119,36 @@ __global__ void __launch_bounds__(kWarps * 32)
                   int64_t n_in, int rows,
                   float* __restrict__ out,  // [rows, out_stride] f32
                   int64_t out_stride, int accumulate) {
-  static_assert(kWarps * MT * NT * 4 * 32 * 4 <= kSmemBytes<MT, S>, "the reduction reuses the ring");
+  constexpr int kTiles = kWarps / KS;  // m-tiles a block
+  static_assert(kWarps * NT * 4 * 32 * 4 <= kSmemBytes<S>, "the reduction reuses the ring");
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  uint8_t* ring = smem + warp * S * MT * kTileBytes;
-  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * 16 * MT;
-  const int my_blocks = warp < n_blocks ? (n_blocks - warp + kWarps - 1) / kWarps : 0;
+  const int tile = warp / KS, stream = warp % KS;
+  uint8_t* ring = smem + warp * S * kTileBytes;
+  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kTiles + tile) * 16;  // the warp's first output row
+  const int my_blocks = stream < n_blocks ? (n_blocks - stream + KS - 1) / KS : 0;
 
-  // Copies: piece p (0 .. 16 * kPieces - 1) of an m-tile is 16 bytes kp = p % kPieces of its row p / kPieces;
+  // Copies: piece p (0 .. 16 * kPieces - 1) of the m-tile is 16 bytes kp = p % kPieces of its row p / kPieces;
   // lane l copies pieces l, l + 32, ..., so a copy instruction reads whole runs of consecutive rows' bytes.
   constexpr int kLanePieces = (16 * kPieces + 31) / 32;
-  int64_t src_off[MT][kLanePieces];
+  int64_t src_off[kLanePieces];
   int dst_off[kLanePieces];
 #pragma unroll
   for (int k = 0; k < kLanePieces; ++k) {
     const int p = lane + 32 * k, r = p / kPieces, kp = p % kPieces;
     dst_off[k] = r * kRowStride + 16 * kp;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      // Rows past n_out re-read the last row of the matrix (their results are never written).
-      const int64_t o = std::min<int64_t>(o0 + 16 * mt + (r < 16 ? r : 15), n_out - 1);
-      src_off[mt][k] = o * row_bytes + 16 * kp;
-    }
+    // Rows past n_out re-read the last row of the matrix (their results are never written).
+    const int64_t o = std::min<int64_t>(o0 + (r < 16 ? r : 15), n_out - 1);
+    src_off[k] = o * row_bytes + 16 * kp;
   }
   int copied = 0;
   auto issue = [&]() {
     if (copied < my_blocks) {
-      const int64_t boff = static_cast<int64_t>(warp + kWarps * copied) * kBlockBytes;
-      uint8_t* st = ring + (copied % S) * MT * kTileBytes;
+      const int64_t boff = static_cast<int64_t>(stream + KS * copied) * kBlockBytes;
+      uint8_t* st = ring + (copied % S) * kTileBytes;
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int k = 0; k < kLanePieces; ++k) {
-          if (lane + 32 * k < 16 * kPieces) cp_async16(st + mt * kTileBytes + dst_off[k], w + src_off[mt][k] + boff);
-        }
+      for (int k = 0; k < kLanePieces; ++k) {
+        if (lane + 32 * k < 16 * kPieces) cp_async16(st + dst_off[k], w + src_off[k] + boff);
       }
       ++copied;
     }
@@ -165,27 +168,19 @@ __global__ void __launch_bounds__(kWarps * 32)
     xr[nt] = static_cast<const char*>(x) + static_cast<int64_t>(xok[nt] ? n : 0) * n_in * x_elem;
   }
 
-  float acc[MT][NT][4];
+  float acc[NT][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
+  for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-    }
+    for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
   }
 
   for (int i = 0; i < my_blocks; ++i) {
     cp_async_wait<S - 2>();  // block i has landed (this lane's pieces)
     __syncwarp();            // and every lane's
-    const int b = warp + kWarps * i;
-    const uint8_t* st = ring + (i % S) * MT * kTileBytes;
-    RowScales rs[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      rs[mt][0] = load_scales(st + mt * kTileBytes + g * kRowStride);
-      rs[mt][1] = load_scales(st + mt * kTileBytes + (g + 8) * kRowStride);
-    }
+    const int b = stream + KS * i;
+    const uint8_t* st = ring + (i % S) * kTileBytes;
+    const RowScales rs0 = load_scales(st + g * kRowStride), rs1 = load_scales(st + (g + 8) * kRowStride);
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       // B fragments of sub-blocks 2c, 2c + 1 for every n-tile.
@@ -197,27 +192,24 @@ __global__ void __launch_bounds__(kWarps * 32)
           load_b<kXf32>(xr[nt], static_cast<int64_t>(b) * 256 + 32 * (2 * c + h) + 8 * t, xok[nt], bf[nt][h]);
         }
       }
+      // Words p = 0, 1 of rows g and g + 8 (word_byte(c, t, 1) = word_byte(c, t, 0) + 4).
+      const uint8_t* r0 = st + g * kRowStride + kq_f16::kQs + kq_f16::word_byte(c, t, 0);
+      const uint2 q0 = *reinterpret_cast<const uint2*>(r0);
+      const uint2 q1 = *reinterpret_cast<const uint2*>(r0 + 8 * kRowStride);
+      const __half2 s0lo = sub_scale(rs0, 2 * c), s0hi = sub_scale(rs0, 2 * c + 1);
+      const __half2 s1lo = sub_scale(rs1, 2 * c), s1hi = sub_scale(rs1, 2 * c + 1);
+      uint32_t a0[2][2][2], a1[2][2][2];  // [p][h][pair]: rows g and g + 8
+      dequant_word(q0.x, s0lo, s0hi, a0[0]);
+      dequant_word(q0.y, s0lo, s0hi, a0[1]);
+      dequant_word(q1.x, s1lo, s1hi, a1[0]);
+      dequant_word(q1.y, s1lo, s1hi, a1[1]);
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        // Words p = 0, 1 of rows g and g + 8 (word_byte(c, t, 1) = word_byte(c, t, 0) + 4).
-        const uint8_t* r0 = st + mt * kTileBytes + g * kRowStride + kq_f16::kQs + kq_f16::word_byte(c, t, 0);
-        const uint2 q0 = *reinterpret_cast<const uint2*>(r0);
-        const uint2 q1 = *reinterpret_cast<const uint2*>(r0 + 8 * kRowStride);
-        const __half2 s0lo = sub_scale(rs[mt][0], 2 * c), s0hi = sub_scale(rs[mt][0], 2 * c + 1);
-        const __half2 s1lo = sub_scale(rs[mt][1], 2 * c), s1hi = sub_scale(rs[mt][1], 2 * c + 1);
-        uint32_t a0[2][2][2], a1[2][2][2];  // [p][h][pair]: rows g and g + 8
-        dequant_word(q0.x, s0lo, s0hi, a0[0]);
-        dequant_word(q0.y, s0lo, s0hi, a0[1]);
-        dequant_word(q1.x, s1lo, s1hi, a1[0]);
-        dequant_word(q1.y, s1lo, s1hi, a1[1]);
+      for (int h = 0; h < 2; ++h) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
+        for (int p = 0; p < 2; ++p) {
+          const uint32_t a[4] = {a0[p][h][0], a1[p][h][0], a0[p][h][1], a1[p][h][1]};
 #pragma unroll
-          for (int p = 0; p < 2; ++p) {
-            const uint32_t a[4] = {a0[p][h][0], a1[p][h][0], a0[p][h][1], a1[p][h][1]};
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) mma_16816<false>(acc[mt][nt], a, bf[nt][h][p][0], bf[nt][h][p][1]);
-          }
+          for (int nt = 0; nt < NT; ++nt) mma_16816<false>(acc[nt], a, bf[nt][h][p][0], bf[nt][h][p][1]);
         }
       }
     }
@@ -226,26 +218,26 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with its ring: reuse it for the reduction
-  float* red = reinterpret_cast<float*>(smem);  // [kWarps][MT][NT][4][32]
-  auto red_at = [&](int ww, int mt, int nt, int e, int l) {
-    return red + (((ww * MT + mt) * NT + nt) * 4 + e) * 32 + l;
-  };
+  float* red = reinterpret_cast<float*>(smem);  // [kWarps][NT][4][32], warp = tile * KS + stream
+  auto red_at = [&](int ww, int nt, int e, int l) { return red + ((ww * NT + nt) * 4 + e) * 32 + l; };
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
+  for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) *red_at(warp, mt, nt, e, lane) = acc[mt][nt][e];
-    }
+    for (int e = 0; e < 4; ++e) *red_at(warp, nt, e, lane) = acc[nt][e];
   }
   __syncthreads();
   // C register e of lane l: weight row (l >> 2) + 8 (e >> 1) of the m-tile, activation row 2 (l & 3) + (e & 1)
-  // of the n-tile.
-  for (int k = threadIdx.x; k < MT * NT * 4 * 32; k += kWarps * 32) {
+  // of the n-tile. The streams of an m-tile in the order (s0 + s1) + (s2 + s3) (KS 4), s0 + s1 (KS 2).
+  for (int k = threadIdx.x; k < kTiles * NT * 4 * 32; k += kWarps * 32) {
     const int l = k & 31, e = (k >> 5) & 3, nt = (k >> 7) % NT, mt = (k >> 7) / NT;
-    const float sum = __fadd_rn(__fadd_rn(*red_at(0, mt, nt, e, l), *red_at(1, mt, nt, e, l)),
-                                __fadd_rn(*red_at(2, mt, nt, e, l), *red_at(3, mt, nt, e, l)));
-    const int64_t o = o0 + 16 * mt + (l >> 2) + 8 * (e >> 1);
+    const int w0 = mt * KS;
+    float sum = *red_at(w0, nt, e, l);
+    if constexpr (KS == 2) sum = __fadd_rn(sum, *red_at(w0 + 1, nt, e, l));
+    if constexpr (KS == 4) {
+      sum = __fadd_rn(__fadd_rn(sum, *red_at(w0 + 1, nt, e, l)),
+                      __fadd_rn(*red_at(w0 + 2, nt, e, l), *red_at(w0 + 3, nt, e, l)));
+    }
+    const int64_t o = (static_cast<int64_t>(blockIdx.x) * kTiles + mt) * 16 + (l >> 2) + 8 * (e >> 1);
     const int n = nt * 8 + 2 * (l & 3) + (e & 1);
     if (o < n_out && n < rows) {
       float* dst = out + static_cast<int64_t>(n) * out_stride + o;
@@ -254,17 +246,33 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-template <int MT, int NT, int S, bool kXf32>
+template <int KS, int NT, int S, bool kXf32>
 Status launch(const DeviceMatrix& w, const void* x, int rows, float* out, int64_t out_stride, bool accumulate,
               cudaStream_t stream) {
-  constexpr int kSmem = kSmemBytes<MT, S>;
+  constexpr int kSmem = kSmemBytes<S>;
   static_assert(kSmem <= 48 * 1024, "no opt-in to more shared memory: launchable on every device and in a capture");
-  const int64_t blocks = (w.n_out + 16 * MT - 1) / (16 * MT);
-  kq_f16_kernel<MT, NT, S, kXf32><<<static_cast<unsigned>(blocks), kWarps * 32, kSmem, stream>>>(
+  constexpr int kRowsPerBlock = 16 * (kWarps / KS);
+  const int64_t blocks = (w.n_out + kRowsPerBlock - 1) / kRowsPerBlock;
+  kq_f16_kernel<KS, NT, S, kXf32><<<static_cast<unsigned>(blocks), kWarps * 32, kSmem, stream>>>(
       static_cast<const uint8_t*>(w.data), matrix_row_bytes(w), w.n_out, static_cast<int>(w.n_in / 256), x, w.n_in,
       rows, out, out_stride, accumulate ? 1 : 0);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
+}
+
+// Every width of one KS: f32 activations rounded in registers at up to 8 aligned rows, else the f16 copy.
+template <int KS>
+Status launch_streams(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                      bool accumulate, void* x16, cudaStream_t stream) {
+  const int r = static_cast<int>(rows);
+  if (rows <= 8 && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+    return launch<KS, 1, 4, true>(w, x, r, out, out_stride, accumulate, stream);
+  }
+  SAKER_RETURN_IF_ERROR(launch_convert_f32(x, rows * w.n_in, DType::kF16, x16, stream));
+  if (rows <= 8) return launch<KS, 1, 4, false>(w, x16, r, out, out_stride, accumulate, stream);
+  if (rows <= 16) return launch<KS, 2, 4, false>(w, x16, r, out, out_stride, accumulate, stream);
+  if (rows <= 32) return launch<KS, 4, 4, false>(w, x16, r, out, out_stride, accumulate, stream);
+  return launch<KS, 8, 3, false>(w, x16, r, out, out_stride, accumulate, stream);
 }
 
 }  // namespace
@@ -277,16 +285,15 @@ bool matmul_kq_f16_supported(const DeviceMatrix& w, int64_t rows, int64_t scratc
 }
 
 Status launch_matmul_kq_f16(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
-                            bool accumulate, void* x16, cudaStream_t stream) {
-  const int r = static_cast<int>(rows);
-  if (rows <= 8 && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
-    return launch<1, 1, 4, true>(w, x, r, out, out_stride, accumulate, stream);
+                            bool accumulate, void* x16, int k_streams, cudaStream_t stream) {
+  switch (k_streams) {
+    case 1: return launch_streams<1>(w, x, rows, out, out_stride, accumulate, x16, stream);
+    case 2: return launch_streams<2>(w, x, rows, out, out_stride, accumulate, x16, stream);
+    case 4: return launch_streams<4>(w, x, rows, out, out_stride, accumulate, x16, stream);
+    default:
+      return make_error(StatusCode::kInvalidArgument,
+                        "cuda matmul: " + std::to_string(k_streams) + " K streams asked for (1, 2 or 4)");
   }
-  SAKER_RETURN_IF_ERROR(launch_convert_f32(x, rows * w.n_in, DType::kF16, x16, stream));
-  if (rows <= 8) return launch<1, 1, 4, false>(w, x16, r, out, out_stride, accumulate, stream);
-  if (rows <= 16) return launch<1, 2, 4, false>(w, x16, r, out, out_stride, accumulate, stream);
-  if (rows <= 32) return launch<1, 4, 4, false>(w, x16, r, out, out_stride, accumulate, stream);
-  return launch<1, 8, 3, false>(w, x16, r, out, out_stride, accumulate, stream);
 }
 
 }  // namespace saker::cuda::detail
