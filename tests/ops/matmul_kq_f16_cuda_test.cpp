@@ -1,4 +1,4 @@
-// The f16 tensor-core Q4_K matmul (matmul_kq_f16.cu, contexts made with kq_f16):
+// The f16 tensor-core Q4_K / Q6_K matmul (matmul_kq_f16.cu, contexts made with kq_f16):
 // - its weights are GGUF's dequantised and rounded to f16 exactly as kq_f16::dequant_block_host documents: one-hot
 //   activation rows read single weights back, bit for bit, at every
 //   position of a block (which also pins the fragment-to-element map);
@@ -33,12 +33,18 @@ struct Upload {
   std::vector<float> w;  // [n_out, n_in] as the kernel sees it
 };
 
-Upload upload(int64_t n_out, int64_t n_in, uint32_t seed) {
+Upload upload(DType type, int64_t n_out, int64_t n_in, uint32_t seed) {
   Upload u;
-  std::vector<uint8_t> bytes = testing::make_weights(DType::kQ4_K, n_out, n_in, seed);
+  std::vector<uint8_t> bytes = testing::make_weights(type, n_out, n_in, seed);
   u.w.resize(static_cast<size_t>(n_out * n_in));
-  for (int64_t b = 0; b < n_out * n_in / 256; ++b) cuda::kq_f16::dequant_block_host(bytes.data() + 144 * b, u.w.data() + 256 * b);
-  const TensorView part = TensorView::contiguous(bytes.data(), DType::kQ4_K, {n_out, n_in});
+  for (int64_t b = 0; b < n_out * n_in / 256; ++b) {
+    if (type == DType::kQ6_K) {
+      cuda::kq_f16::dequant_q6_block_host(bytes.data() + cuda::kq_f16::q6::kBlockBytes * b, u.w.data() + 256 * b);
+    } else {
+      cuda::kq_f16::dequant_block_host(bytes.data() + cuda::kq_f16::kBlockBytes * b, u.w.data() + 256 * b);
+    }
+  }
+  const TensorView part = TensorView::contiguous(bytes.data(), type, {n_out, n_in});
   auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
   EXPECT_TRUE(dm.ok()) << dm.status().message();
   if (dm.ok()) u.dm = *dm;
@@ -46,10 +52,14 @@ Upload upload(int64_t n_out, int64_t n_in, uint32_t seed) {
 }
 
 struct Shape {
+  DType type;
   int64_t n_out, n_in;
 };
-// Partial m-tiles, one block (three warps idle), blocks that do not divide among the four warps, decode sizes.
-constexpr Shape kShapes[] = {{301, 2304}, {37, 256}, {64, 1280}, {48, 12288}, {4096 + 16, 4096}};
+// Partial m-tiles, one block (three warps idle), blocks that do not divide among the four warps, decode sizes;
+// Q6_K rows of 9 blocks (1,890 bytes) start off 16-byte boundaries.
+constexpr Shape kShapes[] = {{DType::kQ4_K, 301, 2304}, {DType::kQ4_K, 37, 256},    {DType::kQ4_K, 64, 1280},
+                             {DType::kQ4_K, 48, 12288}, {DType::kQ4_K, 4112, 4096}, {DType::kQ6_K, 301, 2304},
+                             {DType::kQ6_K, 37, 256},   {DType::kQ6_K, 64, 1280},   {DType::kQ6_K, 4112, 4096}};
 
 std::vector<float> run(cuda::MatmulContext& ctx, const Upload& u, const float* xd, int64_t rows, float* dout,
                        bool accumulate = false) {
@@ -64,11 +74,12 @@ TEST(CudaMatmulKqF16, OneHotRowsReadTheF16Weights) {
   SAKER_REQUIRE_GPU();
   if (!kernel_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   ASSERT_TRUE(cuda::matmul_width_invariant(DType::kQ4_K, 4096, kF16));
+  ASSERT_TRUE(cuda::matmul_width_invariant(DType::kQ6_K, 4096, kF16));
   uint32_t seed = 7100;
   for (const Shape& sh : kShapes) {
     auto ctx = cuda::MatmulContext::create(64, sh.n_in, sh.n_out, kF16);
     ASSERT_TRUE(ctx.ok());
-    Upload u = upload(sh.n_out, sh.n_in, seed++);
+    Upload u = upload(sh.type, sh.n_out, sh.n_in, seed++);
     ASSERT_NE(u.dm.data, nullptr);
     // Rows of 64 one-hot vectors cover every position of a 256-element block in four calls (at 1, 8 and 64
     // rows: the f32 and the f16-copy paths), spread over the blocks of the row.
@@ -89,7 +100,7 @@ TEST(CudaMatmulKqF16, OneHotRowsReadTheF16Weights) {
           for (int64_t o = 0; o < sh.n_out; ++o) {
             const float want = u.w[o * sh.n_in + at[r]];
             if (std::memcmp(&got[r * sh.n_out + o], &want, 4) != 0 && bad++ < 5) {
-              ADD_FAILURE() << sh.n_out << "x" << sh.n_in << " rows " << rows << ": weight (" << o << ", " << at[r]
+              ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows " << rows << ": weight (" << o << ", " << at[r]
                             << ") read back " << got[r * sh.n_out + o] << ", want " << want;
             }
           }
@@ -108,7 +119,7 @@ TEST(CudaMatmulKqF16, MatchesHostDotOfRoundedInputs) {
   for (const Shape& sh : kShapes) {
     auto ctx = cuda::MatmulContext::create(64, sh.n_in, sh.n_out, kF16);
     ASSERT_TRUE(ctx.ok());
-    Upload u = upload(sh.n_out, sh.n_in, seed++);
+    Upload u = upload(sh.type, sh.n_out, sh.n_in, seed++);
     ASSERT_NE(u.dm.data, nullptr);
     for (int64_t rows : {1, 5, 16, 64}) {
       const std::vector<float> x = testing::random_floats(static_cast<size_t>(rows * sh.n_in), seed++);
@@ -128,7 +139,7 @@ TEST(CudaMatmulKqF16, MatchesHostDotOfRoundedInputs) {
             if (accumulate) want += base[t * sh.n_out + o];
             const double err = std::fabs(got[t * sh.n_out + o] - want);
             if (!(err <= 1e-4 * mag + 1e-6) && bad++ < 5) {
-              ADD_FAILURE() << sh.n_out << "x" << sh.n_in << " rows " << rows << " acc=" << accumulate << ": row "
+              ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows " << rows << " acc=" << accumulate << ": row "
                             << t << " out " << o << " got " << got[t * sh.n_out + o] << " want " << want;
             }
           }
@@ -148,7 +159,7 @@ TEST(CudaMatmulKqF16, RowsAreWidthInvariantUpTo64) {
   for (const Shape& sh : kShapes) {
     auto ctx = cuda::MatmulContext::create(kRows, sh.n_in, sh.n_out, kF16);
     ASSERT_TRUE(ctx.ok());
-    Upload u = upload(sh.n_out, sh.n_in, seed++);
+    Upload u = upload(sh.type, sh.n_out, sh.n_in, seed++);
     ASSERT_NE(u.dm.data, nullptr);
     const std::vector<float> x = testing::random_floats(static_cast<size_t>(kRows * sh.n_in), seed++);
     testing::DeviceArray<float> dx(x), dout(static_cast<size_t>(kRows * sh.n_out));
@@ -169,7 +180,7 @@ TEST(CudaMatmulKqF16, RowsAreWidthInvariantUpTo64) {
         for (int64_t t = 0; t < rows; ++t) {
           ASSERT_EQ(0, std::memcmp(got.data() + t * sh.n_out, full.data() + (first + t) * sh.n_out,
                                    sizeof(float) * static_cast<size_t>(sh.n_out)))
-              << sh.n_out << "x" << sh.n_in << ": row " << first + t << " in a call of " << rows << " rows from "
+              << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << ": row " << first + t << " in a call of " << rows << " rows from "
               << first << " differs from the 64-row call";
         }
       }

@@ -210,5 +210,110 @@ TEST(CudaKqF16Layout, OneWarpBlockEqualsTheDotProducts) {
   }
 }
 
+// ---- Q6_K
+
+TEST(CudaKqF16Layout, Q6FragmentsAgreeAndCoverTheSubBlock) {
+  std::vector<int> cover(256, 0);
+  for (int h = 0; h < 2; ++h) {
+    for (int r = 0; r < 4; ++r) {
+      for (int sb = 0; sb < 2; ++sb) {
+        const int base = 128 * h + 32 * r + 16 * sb;
+        for (int lane = 0; lane < 32; ++lane) {
+          const int t = lane & 3;
+          int elem_of_k[16];
+          for (int reg = 0; reg < 2; ++reg) {
+            for (int e = 0; e < 2; ++e) {
+              const mma::RowCol rc = mma::b_elem(lane, 2 * reg + e);
+              elem_of_k[rc.row] = kf::q6::elem(h, r, sb, t, kf::b_pair(reg), e);
+              ++cover[elem_of_k[rc.row]];
+            }
+          }
+          for (int reg = 0; reg < 4; ++reg) {
+            for (int e = 0; e < 2; ++e) {
+              const mma::RowCol rc = mma::a_elem(lane, 2 * reg + e);
+              EXPECT_EQ(kf::q6::elem(h, r, sb, t, kf::a_pair(reg), e), elem_of_k[rc.col]);
+            }
+          }
+          // The lane's elements are the four its ql and qh words hold.
+          for (int i = 0; i < 4; ++i) {
+            const int e = base + 4 * t + i, l = e % 32;
+            EXPECT_EQ(kf::q6::ql_byte(h, r, sb, t) + i, 64 * h + 32 * (r & 1) + l);
+            EXPECT_EQ(kf::q6::qh_byte(h, sb, t) + i, kf::q6::kQh + 32 * h + l);
+          }
+        }
+      }
+    }
+  }
+  // Each element once per group g of eight lanes (B columns): 8 of them.
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(cover[e], 8) << "element " << e;
+}
+
+TEST(CudaKqF16Layout, Q6CodesAndScales) {
+  std::mt19937 rng(13);
+  for (int it = 0; it < 2000; ++it) {
+    const uint32_t ql = rng(), qh = rng(), word = rng();
+    for (int r = 0; r < 4; ++r) {
+      const uint32_t c = kf::q6::codes(ql, qh, r);
+      for (int i = 0; i < 4; ++i) {
+        const int want = ((ql >> (8 * i + 4 * (r >> 1))) & 0xF) | (((qh >> (8 * i + 2 * r)) & 3) << 4);
+        EXPECT_EQ(static_cast<int>((c >> (8 * i)) & 0xFF), want);
+      }
+      for (int pair = 0; pair < 2; ++pair) {
+        const uint32_t m = kf::q6::code_magic(c, pair);
+        EXPECT_EQ(lo_half(m), 1024.0f + ((c >> (8 * pair)) & 0xFF));
+        EXPECT_EQ(hi_half(m), 1024.0f + ((c >> (8 * (pair + 2))) & 0xFF));
+      }
+    }
+    for (int i = 0; i < 4; i += 2) {
+      const uint32_t m = kf::q6::scale_magic(word, i);
+      EXPECT_EQ(lo_half(m) - 1152.0f, static_cast<float>(static_cast<int8_t>(word >> (8 * i))));
+      EXPECT_EQ(hi_half(m) - 1152.0f, static_cast<float>(static_cast<int8_t>(word >> (8 * (i + 1)))));
+    }
+  }
+}
+
+uint32_t word_at(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+TEST(CudaKqF16Layout, Q6DequantisationStepsGiveTheOracleWeights) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> exp(-24, 0);
+  for (int it = 0; it < 2000; ++it) {
+    uint8_t blk[kf::q6::kBlockBytes + 2];
+    for (auto& b : blk) b = static_cast<uint8_t>(rng());
+    const uint16_t dh = fp32_to_fp16(std::ldexp(1.0f + (rng() % 1024) / 1024.0f, exp(rng)));
+    std::memcpy(blk + kf::q6::kD, &dh, 2);
+    const float d = fp16_to_fp32(dh);
+    float want[256];
+    kf::dequant_q6_block_host(blk, want);
+    for (int h = 0; h < 2; ++h) {
+      for (int r = 0; r < 4; ++r) {
+        const int i0 = 8 * h + 2 * r;  // the scale pair (i0, i0 + 1)
+        const uint32_t sm = kf::q6::scale_magic(word_at(blk + kf::q6::kScales + 4 * (i0 >> 2)), i0);
+        const float sc[2] = {kf::round_f16_host(lo_half(sm) - 1152.0), kf::round_f16_host(hi_half(sm) - 1152.0)};
+        for (int sb = 0; sb < 2; ++sb) {
+          const float s = f16_mul(sc[sb], d);
+          for (int t = 0; t < 4; ++t) {
+            const uint32_t c = kf::q6::codes(word_at(blk + kf::q6::ql_byte(h, r, sb, t)),
+                                             word_at(blk + kf::q6::qh_byte(h, sb, t)), r);
+            for (int pair = 0; pair < 2; ++pair) {
+              const uint32_t m = kf::q6::code_magic(c, pair);
+              for (int half = 0; half < 2; ++half) {
+                const float n = kf::round_f16_host((half ? hi_half(m) : lo_half(m)) - 1056.0);
+                const float got = f16_mul(n, s);
+                const int e = kf::q6::elem(h, r, sb, t, pair, half);
+                ASSERT_EQ(got, want[e]) << "element " << e << " d " << d;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace saker

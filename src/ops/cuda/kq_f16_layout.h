@@ -93,6 +93,42 @@ SAKER_HD uint32_t code_magic(uint32_t word, int h, int pair) {
   return lop3_and_or(pair ? word >> 8 : word, h ? kHiMask : kLoMask, kMagic);
 }
 
+// ---- Q6_K (210 bytes, 2-byte aligned: ql[128], qh[64], int8 scales[16], f16 d). Element 128h + 32r + l (h 0..1,
+// r 0..3, l 0..31) is nibble r >> 1 of ql[64h + 32(r & 1) + l] | bits 2r, 2r + 1 of qh[32h + l] << 4, minus 32;
+// 16-element sub-block i = 8h + 2r + (l >> 4) has scale i. One MMA is one sub-block (h, r, s = l >> 4): lane t
+// holds its elements 4t + i, paired (i 0, 2) and (i 1, 3) as for Q4_K. The words of ql at 64h + 32(r & 1) +
+// 16s + 4t and of qh at 128 + 32h + 16s + 4t give a lane's four codes of sub-blocks (h, r, s) for every r.
+// Weights: s_i = f16(d * sc_i) (sc_i exact in f16), w = f16((q - 32) * s_i), each rounded once.
+namespace q6 {
+inline constexpr int kBlockBytes = 210;
+inline constexpr int kQh = 128, kScales = 192, kD = 208;
+SAKER_HD int elem(int h, int r, int s, int t, int pair, int half) { return 128 * h + 32 * r + 16 * s + 4 * t + pair + 2 * half; }
+SAKER_HD int ql_byte(int h, int r, int s, int t) { return 64 * h + 32 * (r & 1) + 16 * s + 4 * t; }
+SAKER_HD int qh_byte(int h, int s, int t) { return kQh + 32 * h + 16 * s + 4 * t; }
+// The four 6-bit codes (one a byte, 0..63) of sub-block (h, r, s) from the lane's ql word of r & 1 and qh word.
+SAKER_HD uint32_t codes(uint32_t ql, uint32_t qh, int r) {
+  return ((ql >> (4 * (r >> 1))) & 0x0F0F0F0Fu) | (((qh >> (2 * r)) & 0x03030303u) << 4);
+}
+// The f16 pair (1024 + code i0, 1024 + code i2) (pair 0) or (i1, i3) (pair 1) as bits.
+SAKER_HD uint32_t code_magic(uint32_t codes, int pair) {
+  return lop3_and_or(pair ? codes >> 8 : codes, 0x00FF00FFu, kMagic);
+}
+// The f16 pair (1024 + 128 + sc_i, 1024 + 128 + sc_{i+1}) of two signed scales (i even), from the word holding
+// scales 4k .. 4k + 3 (k = i >> 2): bytes i & 3 and (i & 3) + 1 to the low bytes of the halves, sign bit
+// flipped (sc + 128), then the exponent of 1024.
+SAKER_HD uint32_t scale_magic(uint32_t word, int i) {
+  const uint32_t b = static_cast<uint32_t>(i & 2);
+  const uint32_t pair = prmt(word, 0, b | ((b + 1) << 8));
+#if defined(__CUDA_ARCH__)
+  uint32_t r;  // (mask ? pair ^ c : c) with c = 0x64806480 under mask 0x00FF00FF
+  asm("lop3.b32 %0, %1, %2, %3, 0x6A;\n" : "=r"(r) : "r"(pair), "r"(0x00FF00FFu), "r"(0x64806480u));
+  return r;
+#else
+  return (0x00FF00FFu & (pair ^ 0x64806480u)) | (~0x00FF00FFu & 0x64806480u);
+#endif
+}
+}  // namespace q6
+
 // Register pair `pair` of four f16 activations held as words lo = (x0, x1), hi = (x2, x3): pair 0 = (x0, x2),
 // pair 1 = (x1, x3), low half first.
 SAKER_HD uint32_t x16_pair(uint32_t lo, uint32_t hi, int pair) { return prmt(lo, hi, pair ? 0x7632u : 0x5410u); }
@@ -134,6 +170,21 @@ inline void dequant_block_host(const uint8_t* blk, float* out) {
       const int q = h ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 0xF;
       out[32 * j + l] = round_f16_host(q * s16 - m16);
     }
+  }
+}
+
+// One Q6_K block (q6::kBlockBytes) as the kernel dequantises it.
+inline void dequant_q6_block_host(const uint8_t* blk, float* out) {
+  uint16_t dh;
+  std::memcpy(&dh, blk + q6::kD, 2);
+  const double d = fp16_to_fp32(dh);
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, r = (e / 32) % 4, l = e % 32;
+    const int lo = (blk[64 * h + 32 * (r & 1) + l] >> (4 * (r >> 1))) & 0xF;
+    const int hi = (blk[q6::kQh + 32 * h + l] >> (2 * r)) & 3;
+    const int sc = static_cast<int8_t>(blk[q6::kScales + 8 * h + 2 * r + l / 16]);
+    const double s16 = round_f16_host(d * sc);
+    out[e] = round_f16_host(((lo | hi << 4) - 32) * s16);
   }
 }
 
