@@ -1,7 +1,6 @@
 #include "spec/draft_model_batch.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "models/kv_cache.h"
 
@@ -25,15 +24,12 @@ Result<std::shared_ptr<DraftModelBatch>> DraftModelBatch::create(Model& draft, i
 
 Result<int32_t> DraftModelBatch::acquire() {
   std::lock_guard lock(slots_mutex_);
-  if (!kv_) {
+  if (!pool_) {
     const KvCacheConfig one = kv_cache_config_for(draft_, n_ctx_);
     KvCacheConfig all = one;
     all.n_blocks = one.n_blocks * static_cast<int64_t>(slots_.size());
-    SAKER_ASSIGN_OR_RETURN(kv_, draft_.allocate_kv(all));
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      slots_[i].block_table.resize(one.n_blocks);
-      std::iota(slots_[i].block_table.begin(), slots_[i].block_table.end(), static_cast<int32_t>(i * one.n_blocks));
-    }
+    SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvStorage> storage, draft_.allocate_kv(all));
+    pool_ = std::make_unique<KvPool>(std::move(storage), KvPoolOptions{});
     n_ctx_ = one.n_blocks * one.block_size;
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -53,6 +49,7 @@ void DraftModelBatch::release(int32_t slot) {
 
 void DraftModelBatch::reset(int32_t slot) {
   Slot& s = slots_[slot];
+  if (pool_) pool_->release(&s.block_table);
   s.tokens.clear();
   s.fed = 0;
   s.want = 0;
@@ -73,25 +70,35 @@ Status DraftModelBatch::request(int32_t slot, std::span<const int32_t> tokens, i
   // The last drafted token is never fed, so the cache needs len + k - 1 positions.
   k = std::min<int64_t>(k, n_ctx_ - len + 1);
   if (len == 0 || k <= 0) return {};
+  if (s.fed == 0 && s.block_table.empty()) {  // a fresh slot: the pool's cached pages of the prefix, if any
+    const int64_t adopted = pool_->match_prefix(tokens, len - 1, &s.block_table);
+    s.tokens.assign(tokens.begin(), tokens.begin() + adopted);
+    s.fed = adopted;
+    stats_.cached_positions += adopted;
+  }
   // Keep the cached prefix the sequence still has (at least the pending token is fed again).
   const int64_t held = std::min<int64_t>(s.fed, static_cast<int64_t>(s.tokens.size()));
   const auto mismatch = std::mismatch(s.tokens.begin(), s.tokens.begin() + held, tokens.begin(), tokens.end());
   s.fed = std::min<int64_t>(mismatch.first - s.tokens.begin(), len - 1);
   s.tokens.assign(tokens.begin(), tokens.end());
   s.want = k;
+  // Positions [0, fed) hold the sequence's own tokens, which never change: their full pages get prefix keys (and
+  // so are never written again: this slot writes only from fed on, past them).
+  pool_->commit(s.block_table, tokens, s.fed);
   return {};
 }
 
 Status DraftModelBatch::forward() {
   const AttentionBatch attn = batch_.attn();
-  SAKER_RETURN_IF_ERROR(attn.validate(kv_->config().n_blocks, kv_->config().block_size));
+  const KvCacheConfig& kv = pool_->storage().config();
+  SAKER_RETURN_IF_ERROR(attn.validate(kv.n_blocks, kv.block_size));
   ForwardBatch b;
   b.tokens = tokens_;
   b.attn = attn;
   b.output_rows = output_rows_;
   ids_.assign(output_rows_.size(), -1);
   b.argmax = ids_.data();
-  SAKER_RETURN_IF_ERROR(draft_.forward(b, kv_->layers(), nullptr));
+  SAKER_RETURN_IF_ERROR(draft_.forward(b, pool_->layers(), nullptr));
   ++stats_.forwards;
   return {};
 }
@@ -102,7 +109,9 @@ Status DraftModelBatch::run() {
     if (s.want <= 0) continue;
     if (st.ok()) {
       stats_.drafted += static_cast<int64_t>(s.drafts.size());
-    } else {  // what the cache holds is unknown now: refill from the first position next time
+    } else {  // what the cache holds is unknown now: start again from the pool next time
+      pool_->release(&s.block_table);
+      s.tokens.clear();
       s.fed = 0;
       s.drafts.clear();
     }
@@ -134,6 +143,10 @@ Status DraftModelBatch::run_rounds() {
       const int64_t len = static_cast<int64_t>(s.tokens.size());
       if (s.want <= 0 || s.fed >= len) continue;
       const int64_t e = std::min(len, s.fed + kChunk);
+      if (!pool_->reserve(&s.block_table, e).ok()) {  // no pages left (a pool smaller than its slots): no drafts
+        s.want = 0;
+        continue;
+      }
       const int64_t at = batch_.add(s.block_table, s.fed, e - s.fed, AttentionMask::kCausal);
       tokens_.insert(tokens_.end(), s.tokens.begin() + s.fed, s.tokens.begin() + e);
       if (e == len) {
@@ -151,6 +164,10 @@ Status DraftModelBatch::run_rounds() {
       Slot& s = slots_[i];
       const int64_t have = static_cast<int64_t>(s.drafts.size());
       if (s.want <= have || have == 0) continue;
+      if (!pool_->reserve(&s.block_table, s.fed + 1).ok()) {  // the drafts so far, no more
+        s.want = have;
+        continue;
+      }
       s.tokens.push_back(s.drafts.back());
       output_rows_.push_back(static_cast<int32_t>(batch_.add(s.block_table, s.fed, 1, AttentionMask::kCausal)));
       tokens_.push_back(s.drafts.back());

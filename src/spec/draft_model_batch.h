@@ -6,13 +6,16 @@
 // the sequence; drafts the target rejected are overwritten), all slots in one forward per chunk of at most
 // 512 rows each, then one row per slot per drafted token. A slot's rows are one run of the batch, cut where a
 // draft model of its own would cut them, so it drafts what it would draft alone. The KV cache is allocated at
-// the first slot taken.
+// the first slot taken, as a page pool (engine/KvPool) with a prefix cache: a slot takes pages as it grows, the
+// full pages of positions whose tokens are the sequence's own get their prefix keys at each request, and a
+// slot's first request adopts the cached pages of its prompt's prefix instead of feeding it again.
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
 
+#include "engine/kv_pool.h"
 #include "engine/proposer.h"
 #include "engine/sequence_batch.h"
 #include "models/kv_storage.h"
@@ -29,8 +32,9 @@ class DraftModelBatch : public DraftBatch {
   Result<int32_t> acquire();
   void release(int32_t slot);
   // Whether the draft KV cache is allocated (at the first acquire()).
-  bool allocated() const { return kv_ != nullptr; }
-  // Forgets what the slot's cache holds (the sequence restarts).
+  bool allocated() const { return pool_ != nullptr; }
+  // Forgets what the slot's cache holds (the sequence restarts); its pages go back to the pool, where those with
+  // a prefix key stay cached.
   void reset(int32_t slot);
 
   // Asks for k greedy tokens after `tokens` (the sequence so far, its last the pending one) in the next run();
@@ -43,13 +47,14 @@ class DraftModelBatch : public DraftBatch {
   // Forwards run so far, and the draft tokens they gave.
   struct Stats {
     int64_t forwards = 0, drafted = 0;
+    int64_t cached_positions = 0;  // positions adopted from cached pages instead of fed
   };
   const Stats& stats() const { return stats_; }
 
  private:
   struct Slot {
     bool held = false;
-    std::vector<int32_t> block_table;  // its share of the KV storage's blocks
+    std::vector<int32_t> block_table;  // its pages, from the pool
     std::vector<int32_t> tokens;       // the sequence as last asked (pending token last), then its drafts fed
     int64_t fed = 0;                   // positions whose K/V the cache holds
     int64_t want = 0;                  // drafts asked for in the next run()
@@ -68,7 +73,7 @@ class DraftModelBatch : public DraftBatch {
 
   Model& draft_;
   int64_t n_ctx_;
-  std::unique_ptr<KvStorage> kv_;
+  std::unique_ptr<KvPool> pool_;  // the draft KV cache's pages, n_slots x n_ctx positions
   std::vector<Slot> slots_;
   std::mutex slots_mutex_;
   SequencesBatch batch_;

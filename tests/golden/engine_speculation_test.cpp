@@ -393,5 +393,37 @@ TEST(EngineSpeculation, DrafterKeepsThePrefixCache) {
   EXPECT_GT(spec.draft->mean_accepted_length(), 1.2) << "drafts from adopted context were accepted";
 }
 
+// A draft model keeps its own KV pages under the same prefix keys: a second request sharing a prefix feeds the
+// draft model only what is new, and its output stays plain decoding's with the same cache state.
+TEST(EngineSpeculation, DraftModelKeepsItsPrefixCache) {
+  SAKER_REQUIRE_MINI();
+  auto model = load_mini(OpsOptions{});
+  auto draft = load_mini(OpsOptions{});
+  ASSERT_TRUE(model && draft);
+  const auto [first, second] = testing::shared_prefix_pair(400);
+  const GenerateOptions o = greedy_options(48);
+  EngineOptions eo;
+  eo.n_ctx = 1024;
+  eo.prefill_chunk = 128;
+  auto run_pair = [&](const EngineOptions& opts) {
+    auto engine = make_engine(*model, opts);
+    EXPECT_TRUE(engine->generate(first, o).ok());
+    auto r = engine->generate(second, o);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? *r : GenerateResult{};
+  };
+  const GenerateResult plain = run_pair(eo);
+  auto shared = spec::DraftModelBatch::create(*draft, eo.max_seqs, eo.n_ctx);
+  ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+  std::shared_ptr<spec::DraftModelBatch> batch = *shared;
+  EngineOptions so = eo;
+  so.proposer = factory_of<spec::DraftModelProposer>([batch] { return spec::DraftModelProposer::create(batch, 6); });
+  const GenerateResult spec = run_pair(so);
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  ASSERT_TRUE(spec.draft);
+  EXPECT_GT(spec.draft->mean_accepted_length(), 6.0) << "the draft is the target: every draft is accepted";
+  EXPECT_GE(batch->stats().cached_positions, 384) << "the shared 400-token prefix should come from the draft cache";
+}
+
 }  // namespace
 }  // namespace saker
