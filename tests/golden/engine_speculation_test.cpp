@@ -323,6 +323,31 @@ TEST(EngineSpeculation, ChainRefusesTwoTapReadersAndAnEmptyList) {
   EXPECT_FALSE(spec::ChainedProposer::create({}).ok());
 }
 
+// Two greedy requests of 48 tokens sharing a 400-token prefix, one after the other on one engine (n_ctx 1024,
+// prefill chunks of 128, `proposer` drafting if set): the second's result and the tokens the engine's prefix
+// cache served over both.
+struct PrefixPairRun {
+  GenerateResult second;
+  int64_t hit_tokens = 0;
+};
+PrefixPairRun run_prefix_pair(Model& model, ProposerFactory proposer = nullptr) {
+  const auto [first, second] = testing::shared_prefix_pair(400);
+  const GenerateOptions o = greedy_options(48);
+  EngineOptions eo;
+  eo.n_ctx = 1024;
+  eo.prefill_chunk = 128;
+  eo.proposer = std::move(proposer);
+  auto engine = make_engine(model, eo);
+  PrefixPairRun run;
+  if (!engine) return run;
+  EXPECT_TRUE(engine->generate(first, o).ok());
+  auto r = engine->generate(second, o);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  if (r.ok()) run.second = *r;
+  run.hit_tokens = engine->stats().pool.hit_tokens;
+  return run;
+}
+
 // The n-gram proposer reads no hidden states, so a speculating request still takes its shared prefix from the
 // cache, and its output stays plain decoding's with the same cache state. (The reference is plain decoding
 // after the same earlier request: with BLAS prefill, a prompt prefilled in other chunks may part at a near-tie,
@@ -331,29 +356,13 @@ TEST(EngineSpeculation, NgramKeepsThePrefixCache) {
   SAKER_REQUIRE_MINI();
   auto model = load_mini(OpsOptions{});
   ASSERT_TRUE(model);
-  const auto [first, second] = testing::shared_prefix_pair(400);
-  const GenerateOptions o = greedy_options(48);
-  EngineOptions eo;
-  eo.n_ctx = 1024;
-  eo.prefill_chunk = 128;
-  auto run_pair = [&](const EngineOptions& opts, int64_t* hits) {
-    auto engine = make_engine(*model, opts);
-    EXPECT_TRUE(engine->generate(first, o).ok());
-    auto r = engine->generate(second, o);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    *hits = engine->stats().pool.hit_tokens;
-    return r.ok() ? *r : GenerateResult{};
-  };
-  int64_t plain_hits = 0, spec_hits = 0;
-  const GenerateResult plain = run_pair(eo, &plain_hits);
-  EngineOptions so = eo;
-  so.proposer = ngram_factory();
-  const GenerateResult spec = run_pair(so, &spec_hits);
-  EXPECT_GE(spec_hits, 384) << "the shared 400-token prefix should come from the cache";
-  EXPECT_EQ(spec_hits, plain_hits);
-  EXPECT_EQ(spec.tokens, plain.tokens);
-  ASSERT_TRUE(spec.draft);
-  EXPECT_GT(spec.draft->verify_steps, 0);
+  const PrefixPairRun plain = run_prefix_pair(*model);
+  const PrefixPairRun spec = run_prefix_pair(*model, ngram_factory());
+  EXPECT_GE(spec.hit_tokens, 384) << "the shared 400-token prefix should come from the cache";
+  EXPECT_EQ(spec.hit_tokens, plain.hit_tokens);
+  EXPECT_EQ(spec.second.tokens, plain.second.tokens);
+  ASSERT_TRUE(spec.second.draft);
+  EXPECT_GT(spec.second.draft->verify_steps, 0);
 }
 
 // The DFlash drafter reads hidden states, which cached pages do not keep; its own pages keep the context it
@@ -363,34 +372,19 @@ TEST(EngineSpeculation, DrafterKeepsThePrefixCache) {
   SAKER_REQUIRE_MINI();
   auto [model, dw] = load_mini_with_drafter();
   ASSERT_TRUE(model && dw);
-  const auto [first, second] = testing::shared_prefix_pair(400);
-  const GenerateOptions o = greedy_options(48);
-  EngineOptions eo;
-  eo.n_ctx = 1024;
-  eo.prefill_chunk = 128;
-  auto run_pair = [&](const EngineOptions& opts, int64_t* hits) {
-    auto engine = make_engine(*model, opts);
-    EXPECT_TRUE(engine->generate(first, o).ok());
-    auto r = engine->generate(second, o);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    *hits = engine->stats().pool.hit_tokens;
-    return r.ok() ? *r : GenerateResult{};
-  };
-  int64_t plain_hits = 0, spec_hits = 0;
-  const GenerateResult plain = run_pair(eo, &plain_hits);
-  auto shared = spec::DFlashDrafter::create(dw, eo.n_ctx + dw->config.block_size, OpsOptions{}, eo.max_seqs);
+  const PrefixPairRun plain = run_prefix_pair(*model);
+  auto shared = spec::DFlashDrafter::create(dw, 1024 + dw->config.block_size, OpsOptions{}, EngineOptions{}.max_seqs);
   ASSERT_TRUE(shared.ok()) << shared.status().to_string();
   std::shared_ptr<spec::DFlashDrafter> drafter = std::move(shared).value();
-  EngineOptions so = eo;
-  so.proposer = factory_of<spec::DFlashProposer>([drafter] { return spec::DFlashProposer::create(drafter, 0); });
-  const GenerateResult spec = run_pair(so, &spec_hits);
-  EXPECT_GE(spec_hits, 384) << "the shared 400-token prefix should come from the cache";
-  EXPECT_EQ(spec_hits, plain_hits);
-  EXPECT_EQ(drafter->stats().cached_positions, spec_hits) << "the drafter adopted the same prefix";
-  EXPECT_EQ(spec.tokens, plain.tokens);
-  ASSERT_TRUE(spec.draft);
-  EXPECT_GT(spec.draft->verify_steps, 0);
-  EXPECT_GT(spec.draft->mean_accepted_length(), 1.2) << "drafts from adopted context were accepted";
+  const PrefixPairRun spec = run_prefix_pair(
+      *model, factory_of<spec::DFlashProposer>([drafter] { return spec::DFlashProposer::create(drafter, 0); }));
+  EXPECT_GE(spec.hit_tokens, 384) << "the shared 400-token prefix should come from the cache";
+  EXPECT_EQ(spec.hit_tokens, plain.hit_tokens);
+  EXPECT_EQ(drafter->stats().cached_positions, spec.hit_tokens) << "the drafter adopted the same prefix";
+  EXPECT_EQ(spec.second.tokens, plain.second.tokens);
+  ASSERT_TRUE(spec.second.draft);
+  EXPECT_GT(spec.second.draft->verify_steps, 0);
+  EXPECT_GT(spec.second.draft->mean_accepted_length(), 1.2) << "drafts from adopted context were accepted";
 }
 
 // A draft model keeps its own KV pages under the same prefix keys: a second request sharing a prefix feeds the
@@ -400,28 +394,15 @@ TEST(EngineSpeculation, DraftModelKeepsItsPrefixCache) {
   auto model = load_mini(OpsOptions{});
   auto draft = load_mini(OpsOptions{});
   ASSERT_TRUE(model && draft);
-  const auto [first, second] = testing::shared_prefix_pair(400);
-  const GenerateOptions o = greedy_options(48);
-  EngineOptions eo;
-  eo.n_ctx = 1024;
-  eo.prefill_chunk = 128;
-  auto run_pair = [&](const EngineOptions& opts) {
-    auto engine = make_engine(*model, opts);
-    EXPECT_TRUE(engine->generate(first, o).ok());
-    auto r = engine->generate(second, o);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    return r.ok() ? *r : GenerateResult{};
-  };
-  const GenerateResult plain = run_pair(eo);
-  auto shared = spec::DraftModelBatch::create(*draft, eo.max_seqs, eo.n_ctx);
+  const PrefixPairRun plain = run_prefix_pair(*model);
+  auto shared = spec::DraftModelBatch::create(*draft, EngineOptions{}.max_seqs, 1024);
   ASSERT_TRUE(shared.ok()) << shared.status().to_string();
   std::shared_ptr<spec::DraftModelBatch> batch = *shared;
-  EngineOptions so = eo;
-  so.proposer = factory_of<spec::DraftModelProposer>([batch] { return spec::DraftModelProposer::create(batch, 6); });
-  const GenerateResult spec = run_pair(so);
-  EXPECT_EQ(spec.tokens, plain.tokens);
-  ASSERT_TRUE(spec.draft);
-  EXPECT_GT(spec.draft->mean_accepted_length(), 6.0) << "the draft is the target: every draft is accepted";
+  const PrefixPairRun spec = run_prefix_pair(
+      *model, factory_of<spec::DraftModelProposer>([batch] { return spec::DraftModelProposer::create(batch, 6); }));
+  EXPECT_EQ(spec.second.tokens, plain.second.tokens);
+  ASSERT_TRUE(spec.second.draft);
+  EXPECT_GT(spec.second.draft->mean_accepted_length(), 6.0) << "the draft is the target: every draft is accepted";
   EXPECT_GE(batch->stats().cached_positions, 384) << "the shared 400-token prefix should come from the draft cache";
 }
 

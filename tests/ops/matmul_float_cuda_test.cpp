@@ -17,12 +17,6 @@
 namespace saker {
 namespace {
 
-bool float_path_on() {
-  const char* env = debug_env().cuda_matmul;
-  return env == nullptr || (std::strcmp(env, "fma") != 0 && std::strcmp(env, "simple") != 0 &&
-                            std::strcmp(env, "legacy") != 0);
-}
-
 float round_to(DType type, float v) {
   return type == DType::kF16 ? fp16_to_fp32(fp32_to_fp16(v)) : bf16_to_fp32(fp32_to_bf16(v));
 }
@@ -63,7 +57,7 @@ Upload upload(DType type, int64_t n_out, int64_t n_in, uint32_t seed) {
 
 TEST(CudaMatmulFloat, MatchesHostDotOfRoundedInputs) {
   SAKER_REQUIRE_GPU();
-  if (!float_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  if (!testing::invariant_matmul_env_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   auto ctx = cuda::MatmulContext::create(64, 12288, 301, kInvariant);
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 5100;
@@ -114,7 +108,7 @@ TEST(CudaMatmulFloat, MatchesHostDotOfRoundedInputs) {
 // scratch (wider calls, misaligned x), and rows at every position of a tile.
 TEST(CudaMatmulFloat, RowsAreWidthInvariantUpTo64) {
   SAKER_REQUIRE_GPU();
-  if (!float_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  if (!testing::invariant_matmul_env_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   constexpr int64_t kRows = 64;
   auto ctx = cuda::MatmulContext::create(kRows, 12288, 301, kInvariant);
   ASSERT_TRUE(ctx.ok());

@@ -27,8 +27,7 @@ using cuda::blocks::rd_u32;
 // The int8 kernels, unless SAKER_CUDA_MATMUL picks the older paths or the f16 kernel (kqf16*) for every context.
 bool kq_path_on() {
   const char* env = debug_env().cuda_matmul;
-  return env == nullptr || (std::strcmp(env, "fma") != 0 && std::strcmp(env, "simple") != 0 &&
-                            std::strcmp(env, "legacy") != 0 && std::strncmp(env, "kqf16", 5) != 0);
+  return testing::invariant_matmul_env_on() && (env == nullptr || std::strncmp(env, "kqf16", 5) != 0);
 }
 
 // Activations whose 32-element sub-blocks span 1/16x .. 1x of the block's largest, so every shift e = 0..3

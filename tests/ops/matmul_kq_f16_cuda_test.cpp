@@ -20,12 +20,6 @@
 namespace saker {
 namespace {
 
-bool kernel_path_on() {
-  const char* env = debug_env().cuda_matmul;
-  return env == nullptr || (std::strcmp(env, "fma") != 0 && std::strcmp(env, "simple") != 0 &&
-                            std::strcmp(env, "legacy") != 0);
-}
-
 constexpr cuda::MatmulOptions kF16{.kq_f16 = true};
 
 struct Upload {
@@ -72,7 +66,7 @@ std::vector<float> run(cuda::MatmulContext& ctx, const Upload& u, const float* x
 
 TEST(CudaMatmulKqF16, OneHotRowsReadTheF16Weights) {
   SAKER_REQUIRE_GPU();
-  if (!kernel_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  if (!testing::invariant_matmul_env_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   ASSERT_TRUE(cuda::matmul_width_invariant(DType::kQ4_K, 4096, kF16));
   ASSERT_TRUE(cuda::matmul_width_invariant(DType::kQ6_K, 4096, kF16));
   uint32_t seed = 7100;
@@ -114,7 +108,7 @@ TEST(CudaMatmulKqF16, OneHotRowsReadTheF16Weights) {
 
 TEST(CudaMatmulKqF16, MatchesHostDotOfRoundedInputs) {
   SAKER_REQUIRE_GPU();
-  if (!kernel_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  if (!testing::invariant_matmul_env_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   uint32_t seed = 7300;
   for (const Shape& sh : kShapes) {
     auto ctx = cuda::MatmulContext::create(64, sh.n_in, sh.n_out, kF16);
@@ -153,7 +147,7 @@ TEST(CudaMatmulKqF16, MatchesHostDotOfRoundedInputs) {
 
 TEST(CudaMatmulKqF16, RowsAreWidthInvariantUpTo64) {
   SAKER_REQUIRE_GPU();
-  if (!kernel_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  if (!testing::invariant_matmul_env_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   constexpr int64_t kRows = 64;
   uint32_t seed = 7500;
   for (const Shape& sh : kShapes) {

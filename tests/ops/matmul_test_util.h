@@ -6,9 +6,20 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "core/env.h"
 #include "formats/quant/codec.h"
 
 namespace saker::testing {
+
+// Whether SAKER_CUDA_MATMUL leaves the width-invariant kernels on: unset, or any mode but the older paths
+// (fma, simple, legacy).
+inline bool invariant_matmul_env_on() {
+  const char* env = debug_env().cuda_matmul;
+  return env == nullptr || (std::strcmp(env, "fma") != 0 && std::strcmp(env, "simple") != 0 &&
+                            std::strcmp(env, "legacy") != 0);
+}
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
