@@ -202,6 +202,7 @@ void Engine::postprocess(StepOutput& out) {
         over.push_back(&s);
         continue;
       }
+      if (pool_->options().prefix_cache) s.proposer->commit_context(s.tokens);
     }
     if (g.output < 0) continue;
     if (!s.first_token_at) {
@@ -288,6 +289,7 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   SAKER_RETURN_IF_ERROR(s.proposer->add_context(g.first, n_commit, path_taps.data()));
   s.n_cached = g.first + n_commit;
   pool_->commit(s.pages, s.tokens, s.n_cached);
+  if (pool_->options().prefix_cache) s.proposer->commit_context(s.tokens);
   return true;
 }
 

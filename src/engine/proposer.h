@@ -49,15 +49,18 @@ class Proposer {
   bool needs_taps() const { return !tap_layers().empty(); }
   // Forgets every context position (the sequence restarts: preempted and recomputed).
   virtual void reset() = 0;
-  // Before a sequence's first context: adopts what a cache of the proposer's own already holds for the longest
-  // prefix of tokens[0, max_tokens) and returns its length (0: nothing, the default). The engine then takes at
-  // most that much of the prompt from its prefix cache, so a proposer that reads taps still gets every other
-  // position's hidden states; context added later from an earlier position replaces what was adopted.
+  // Prefix caching, asked only where the engine's prefix cache is on. match_prefix: at admission, before any
+  // context, adopts what a cache of the proposer's own holds for the longest prefix of tokens[0, max_tokens) and
+  // returns its length (0: nothing, the default). For a proposer that reads taps the engine then takes at most
+  // that much of the prompt from its own cache, so every other position's hidden states still come; context
+  // added later from an earlier position replaces what was adopted. commit_context: after every step, tokens
+  // (the sequence so far) own the context the proposer holds: its cache may key it for later sequences.
   virtual Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
     (void)tokens;
     (void)max_tokens;
     return int64_t{0};
   }
+  virtual void commit_context(std::span<const int32_t> tokens) { (void)tokens; }
   // The target's taps of positions [first, first + n): [n, n_taps, n_embd]; positions from `first` on replace
   // what was there.
   virtual Status add_context(int64_t first, int64_t n, const float* taps) = 0;

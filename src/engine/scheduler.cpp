@@ -97,9 +97,12 @@ bool Scheduler::admit_next(int64_t budget) {
   // A sequence whose proposer reads hidden states takes from the cache only the prefix whose context the
   // proposer holds already (its own cache): cached pages keep K/V, not hidden states.
   int64_t max_match = static_cast<int64_t>(s.tokens.size()) - 1;
-  if (s.proposer && s.proposer->needs_taps()) {
+  if (s.proposer && pool_.options().prefix_cache) {
     Result<int64_t> held = s.proposer->match_prefix(s.tokens, max_match);
-    max_match = held.ok() ? std::min(*held, max_match) : 0;  // a proposer that fails says so at its context
+    // A proposer that fails says so at its context or its draft.
+    if (s.proposer->needs_taps()) max_match = held.ok() ? std::min(*held, max_match) : 0;
+  } else if (s.proposer && s.proposer->needs_taps()) {
+    max_match = 0;
   }
   const int64_t matched = pool_.match_prefix(s.tokens, max_match, &s.pages);
   s.n_cached = matched;
@@ -202,6 +205,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
   for (auto it = running_.begin(); it != running_.end();) {
     if ((*it)->cancel_requested()) {
       pool_.release(&(*it)->pages);
+      if ((*it)->proposer) (*it)->proposer->reset();  // its slot serves the admissions below
       (*it)->state = SequenceState::kFinished;
       finished->push_back(std::move(*it));
       it = running_.erase(it);
@@ -274,6 +278,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
 void Scheduler::drain(std::vector<std::unique_ptr<Sequence>>* out) {
   for (auto& s : running_) {
     pool_.release(&s->pages);
+    if (s->proposer) s->proposer->reset();
     s->state = SequenceState::kFinished;
     out->push_back(std::move(s));
   }
@@ -288,6 +293,7 @@ std::unique_ptr<Sequence> Scheduler::retire(Sequence* seq) {
   std::unique_ptr<Sequence> s = std::move(*it);
   running_.erase(it);
   pool_.release(&s->pages);
+  if (s->proposer) s->proposer->reset();
   s->state = SequenceState::kFinished;
   return s;
 }

@@ -28,11 +28,22 @@ void ChainedProposer::reset() {
   for (auto& p : proposers_) p->reset();
 }
 
+// Every member adopts what its own cache holds; the one that reads hidden states says how much the engine may
+// take from its cache.
 Result<int64_t> ChainedProposer::match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+  int64_t held = 0;
   for (auto& p : proposers_) {
-    if (p->needs_taps()) return p->match_prefix(tokens, max_tokens);  // the one that reads hidden states
+    Result<int64_t> r = p->match_prefix(tokens, max_tokens);
+    if (p->needs_taps()) {
+      SAKER_RETURN_IF_ERROR(r.status());
+      held = *r;
+    }
   }
-  return int64_t{0};
+  return held;
+}
+
+void ChainedProposer::commit_context(std::span<const int32_t> tokens) {
+  for (auto& p : proposers_) p->commit_context(tokens);
 }
 
 Status ChainedProposer::add_context(int64_t first, int64_t n, const float* taps) {

@@ -18,6 +18,7 @@ class ChainedProposer : public Proposer {
   std::span<const int32_t> tap_layers() const override;
   void reset() override;
   Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;
+  void commit_context(std::span<const int32_t> tokens) override;
   Status add_context(int64_t first, int64_t n, const float* taps) override;
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   // In order: a proposer that drafts at once and finds something wins; one that batches (a shared drafter)

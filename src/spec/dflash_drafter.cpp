@@ -22,7 +22,9 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::create(std::shared_ptr<con
   const DFlashConfig& c = d->w_->config;
   const KvCacheConfig one = kv_cache_config(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, d->backend_->kv_dtype());
   KvCacheConfig all = one;
-  all.n_blocks = one.n_blocks * n_slots;
+  // Every slot's whole context, and a spare page each: a slot replacing context inside a shared page copies it
+  // into one, so a pool of full slots never runs out.
+  all.n_blocks = (one.n_blocks + 1) * n_slots;
   SAKER_ASSIGN_OR_RETURN(std::unique_ptr<KvStorage> storage, allocate_kv_storage(d->backend_->device(), all));
   d->pool_ = std::make_unique<KvPool>(std::move(storage), KvPoolOptions{});
   d->n_ctx_ = one.n_blocks * one.block_size;
@@ -52,6 +54,12 @@ Result<int32_t> DFlashDrafter::acquire() {
 
 void DFlashDrafter::release(int32_t slot) {
   if (slot < 0 || slot >= n_slots()) return;
+  Slot& s = slots_[slot];
+  // Context still queued when the sequence ends (a prompt pass, steps that drafted nothing) is fused now, so the
+  // prefix its tokens name is kept for later sequences; only where tokens were committed (prefix caching on).
+  if (!s.queued.empty() && static_cast<int64_t>(s.tokens.size()) >= n_context(slot) && fuse_context().ok()) {
+    pool_->commit(s.block_table, s.tokens, s.fused);
+  }
   reset(slot);
   std::lock_guard lock(slots_mutex_);
   slots_[slot].held = false;
@@ -76,6 +84,7 @@ int64_t DFlashDrafter::n_context(int32_t slot) const {
 void DFlashDrafter::reset(int32_t slot) {
   Slot& s = slots_[slot];
   pool_->release(&s.block_table);
+  s.tokens.clear();
   s.fused = 0;
   s.queued.clear();
   s.pending = -1;
@@ -95,10 +104,12 @@ Result<int64_t> DFlashDrafter::match_prefix(int32_t slot, std::span<const int32_
 }
 
 void DFlashDrafter::commit(int32_t slot, std::span<const int32_t> tokens) {
-  if (check_slot(slot).ok()) {
-    const Slot& s = slots_[slot];
-    pool_->commit(s.block_table, tokens, std::min(s.fused, static_cast<int64_t>(tokens.size())));
-  }
+  if (!check_slot(slot).ok()) return;
+  Slot& s = slots_[slot];
+  // The tokens of the slot's context, for keying what is fused later (release()).
+  const int64_t known = std::min(n_context(slot), static_cast<int64_t>(tokens.size()));
+  s.tokens.assign(tokens.begin(), tokens.begin() + known);
+  pool_->commit(s.block_table, tokens, std::min(s.fused, static_cast<int64_t>(tokens.size())));
 }
 
 // Pages for the slot's first `positions` positions; positions before `keep` stay, later ones will be written.

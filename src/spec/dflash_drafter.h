@@ -65,8 +65,9 @@ class DFlashDrafter : public DraftBatch {
   int64_t n_ctx() const { return n_ctx_; }  // positions per slot
   int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
 
-  // A free slot, with no context (an error when all are held); release() gives it back. Only the slots' held
-  // flags are locked: everything else runs on one thread (the engine's step thread).
+  // A free slot, with no context (an error when all are held); release() gives it back, first fusing and keying
+  // the context still queued where commit() named its tokens. Only the slots' held flags are locked: everything
+  // else runs on one thread (the engine's step thread).
   Result<int32_t> acquire();
   void release(int32_t slot);
 
@@ -78,8 +79,9 @@ class DFlashDrafter : public DraftBatch {
   // For a slot with no context: adopts the cached pages of the longest prefix of tokens[0, max_tokens) whose
   // fused context the pool holds (whole pages) and returns its length, the slot's context from then on.
   Result<int64_t> match_prefix(int32_t slot, std::span<const int32_t> tokens, int64_t max_tokens);
-  // The slot's fused positions belong to tokens[0, n_context): its full pages get their prefix keys, so later
-  // sequences with that prefix can adopt them. tokens: the sequence so far (more than its context is fine).
+  // The slot's context belongs to tokens[0, n_context): the full pages of its fused positions get their prefix
+  // keys, so later sequences with that prefix can adopt them. tokens: the sequence so far (more than its context
+  // is fine).
   void commit(int32_t slot, std::span<const int32_t> tokens);
   // The page pool's counters (prefix-cache lookups and hits, pages free, cached and held).
   KvPoolStats pool_stats() const { return pool_->stats(); }
@@ -110,7 +112,8 @@ class DFlashDrafter : public DraftBatch {
     int64_t context_forwards = 0, context_rows = 0;  // fusing forwards, positions fused
     int64_t block_forwards = 0, blocks = 0;          // drafting forwards, blocks drafted
     int64_t runs = 0;                                // run() calls
-    int64_t cached_positions = 0;                    // context positions adopted from cached pages
+    int64_t cached_positions = 0;                    // context positions adopted from cached pages (again at
+                                                     // each admission attempt)
     double context_ms = 0, block_ms = 0;             // wall time in fusing / drafting forwards
   };
   const Stats& stats() const { return stats_; }
@@ -135,6 +138,7 @@ class DFlashDrafter : public DraftBatch {
     std::vector<int32_t> block_table;  // its pages, from the pool
     int64_t fused = 0;                 // positions whose K/V are in its pages
     std::vector<float> queued;         // [n_queued, n_taps * n_embd] taps of positions fused.. to fuse next
+    std::vector<int32_t> tokens;       // the context's tokens as last committed (prefix keys at release)
     int32_t pending = -1;              // >= 0: a block is requested
     int32_t top_k = 0;
     std::vector<int32_t> ids;          // last block's argmax ids

@@ -70,6 +70,10 @@ Result<int64_t> DFlashProposer::match_prefix(std::span<const int32_t> tokens, in
   return drafter_->match_prefix(slot_, tokens, max_tokens);
 }
 
+void DFlashProposer::commit_context(std::span<const int32_t> tokens) {
+  if (slot_ >= 0) drafter_->commit(slot_, tokens);
+}
+
 Status DFlashProposer::add_context(int64_t first, int64_t n, const float* taps) {
   SAKER_RETURN_IF_ERROR(hold_slot());
   return drafter_->add_context(slot_, first, n, taps);
@@ -81,7 +85,6 @@ Status DFlashProposer::request(std::span<const int32_t> tokens, int64_t max_dept
   const int64_t depth = std::min<int64_t>(drafter_->config().block_size - 1, max_depth);
   if (depth <= 0) return {};
   SAKER_RETURN_IF_ERROR(hold_slot());
-  drafter_->commit(slot_, tokens);  // the context fused by earlier runs belongs to these tokens
   SAKER_RETURN_IF_ERROR(
       drafter_->request(slot_, tokens.back(), tree_budget_ > 0 ? std::min(tree_budget_, kMaxTopPerDepth) : 0));
   depth_ = depth;

@@ -3,8 +3,8 @@
 // (its fused context and KV pages) that every speculating sequence of the engine shares, so the weights are
 // prepared once and one forward drafts for all of them (Proposer::request / DraftBatch). Proposes the
 // drafter's argmax chain, or a best-first tree of up to tree_budget nodes from its top tokens per depth
-// (draft_tree.h). The slot is taken at the first context or request and given back at reset(); each request
-// commits the slot's fused context to the drafter's prefix cache under the sequence's tokens.
+// (draft_tree.h). The slot is taken at admission (match_prefix), the first context or the first request, and
+// given back at reset().
 #include <memory>
 
 #include "engine/proposer.h"
@@ -31,6 +31,8 @@ class DFlashProposer : public Proposer {
   void reset() override;
   // The drafter's cached context pages for the prompt's prefix (DFlashDrafter::match_prefix).
   Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;
+  // Keys the slot's fused context pages under the sequence's tokens (DFlashDrafter::commit).
+  void commit_context(std::span<const int32_t> tokens) override;
   Status add_context(int64_t first, int64_t n, const float* taps) override;
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   Status request(std::span<const int32_t> tokens, int64_t max_depth) override;

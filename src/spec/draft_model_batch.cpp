@@ -70,22 +70,35 @@ Status DraftModelBatch::request(int32_t slot, std::span<const int32_t> tokens, i
   // The last drafted token is never fed, so the cache needs len + k - 1 positions.
   k = std::min<int64_t>(k, n_ctx_ - len + 1);
   if (len == 0 || k <= 0) return {};
-  if (s.fed == 0 && s.block_table.empty()) {  // a fresh slot: the pool's cached pages of the prefix, if any
-    const int64_t adopted = pool_->match_prefix(tokens, len - 1, &s.block_table);
-    s.tokens.assign(tokens.begin(), tokens.begin() + adopted);
-    s.fed = adopted;
-    stats_.cached_positions += adopted;
-  }
   // Keep the cached prefix the sequence still has (at least the pending token is fed again).
   const int64_t held = std::min<int64_t>(s.fed, static_cast<int64_t>(s.tokens.size()));
   const auto mismatch = std::mismatch(s.tokens.begin(), s.tokens.begin() + held, tokens.begin(), tokens.end());
   s.fed = std::min<int64_t>(mismatch.first - s.tokens.begin(), len - 1);
   s.tokens.assign(tokens.begin(), tokens.end());
   s.want = k;
-  // Positions [0, fed) hold the sequence's own tokens, which never change: their full pages get prefix keys (and
-  // so are never written again: this slot writes only from fed on, past them).
-  pool_->commit(s.block_table, tokens, s.fed);
   return {};
+}
+
+Result<int64_t> DraftModelBatch::adopt(int32_t slot, std::span<const int32_t> tokens, int64_t max_tokens) {
+  SAKER_RETURN_IF_ERROR(check_slot(slot));
+  Slot& s = slots_[slot];
+  if (s.fed != 0 || !s.block_table.empty()) return int64_t{0};  // holds a cache of its own already
+  max_tokens = std::min({max_tokens, static_cast<int64_t>(tokens.size()), n_ctx_});
+  const int64_t adopted = pool_->match_prefix(tokens, max_tokens, &s.block_table);
+  s.tokens.assign(tokens.begin(), tokens.begin() + adopted);
+  s.fed = adopted;
+  stats_.cached_positions += adopted;
+  return adopted;
+}
+
+void DraftModelBatch::commit(int32_t slot, std::span<const int32_t> tokens) {
+  if (!check_slot(slot).ok()) return;
+  const Slot& s = slots_[slot];
+  // Positions whose tokens are the sequence's own never change: their full pages get prefix keys, and the slot
+  // never writes them again (it writes from fed on, and fed never drops below the sequence's prefix).
+  const int64_t held = std::min<int64_t>(s.fed, static_cast<int64_t>(s.tokens.size()));
+  const auto own = std::mismatch(s.tokens.begin(), s.tokens.begin() + held, tokens.begin(), tokens.end());
+  pool_->commit(s.block_table, tokens, own.first - s.tokens.begin());
 }
 
 Status DraftModelBatch::forward() {

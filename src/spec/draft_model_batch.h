@@ -7,8 +7,9 @@
 // 512 rows each, then one row per slot per drafted token. A slot's rows are one run of the batch, cut where a
 // draft model of its own would cut them, so it drafts what it would draft alone. The KV cache is allocated at
 // the first slot taken, as a page pool (engine/KvPool) with a prefix cache: a slot takes pages as it grows, the
-// full pages of positions whose tokens are the sequence's own get their prefix keys at each request, and a
-// slot's first request adopts the cached pages of its prompt's prefix instead of feeding it again.
+// full pages of positions whose tokens are the sequence's own get their prefix keys (commit), and a fresh slot
+// adopts the cached pages of its prompt's prefix (adopt) instead of feeding them again. One thread (the
+// engine's) calls everything but acquire / release, which lock only the slots' held flags.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,7 +29,7 @@ class DraftModelBatch : public DraftBatch {
   // n_slots sequences of up to n_ctx positions each.
   static Result<std::shared_ptr<DraftModelBatch>> create(Model& draft, int32_t n_slots, int64_t n_ctx);
 
-  // A free slot with an empty cache (an error when all are held); release() gives it back. Thread-safe.
+  // A free slot with an empty cache (an error when all are held); release() gives it back.
   Result<int32_t> acquire();
   void release(int32_t slot);
   // Whether the draft KV cache is allocated (at the first acquire()).
@@ -40,6 +41,11 @@ class DraftModelBatch : public DraftBatch {
   // Asks for k greedy tokens after `tokens` (the sequence so far, its last the pending one) in the next run();
   // fewer where the slot's n_ctx ends first.
   Status request(int32_t slot, std::span<const int32_t> tokens, int64_t k);
+  // For a slot with an empty cache: adopts the pool's cached pages of the longest prefix of tokens[0, max_tokens)
+  // (whole pages) and returns its length; 0 for a slot that holds a cache already.
+  Result<int64_t> adopt(int32_t slot, std::span<const int32_t> tokens, int64_t max_tokens);
+  // tokens (the sequence so far) own the slot's cached positions up to where they agree: key their full pages.
+  void commit(int32_t slot, std::span<const int32_t> tokens);
   Status run() override;
   // The last run()'s drafts of a slot that asked.
   std::span<const int32_t> drafts(int32_t slot) const { return slots_[slot].drafts; }

@@ -37,6 +37,17 @@ Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(std::shar
   return std::unique_ptr<DraftModelProposer>(new DraftModelProposer(std::move(batch), max_draft));
 }
 
+Result<int64_t> DraftModelProposer::match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+  if (slot_ < 0) {
+    SAKER_ASSIGN_OR_RETURN(slot_, batch_->acquire());
+  }
+  return batch_->adopt(slot_, tokens, max_tokens);
+}
+
+void DraftModelProposer::commit_context(std::span<const int32_t> tokens) {
+  if (slot_ >= 0) batch_->commit(slot_, tokens);
+}
+
 void DraftModelProposer::reset() {
   batch_->release(slot_);
   slot_ = -1;

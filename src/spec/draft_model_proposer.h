@@ -2,8 +2,8 @@
 // DraftModelProposer: a smaller model of the same tokenizer drafts a chain of its greedy tokens after the
 // pending one (--draft-model FILE), as a slot of a DraftModelBatch that every speculating sequence of an engine
 // shares: one set of weights, one forward per drafted position for all of them (spec/draft_model_batch.h). It
-// reads no hidden states of the target. The slot is taken at the first draft and given back at reset(), so a
-// queued request holds no draft cache.
+// reads no hidden states of the target. The slot is taken at admission (match_prefix) or the first draft and
+// given back at reset(), so a queued request holds no draft cache.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,6 +32,10 @@ class DraftModelProposer : public Proposer {
   // Whether this proposer holds a slot of the draft cache (from its first draft on).
   bool allocated() const { return slot_ >= 0; }
   Status add_context(int64_t, int64_t, const float*) override { return {}; }
+  // The draft cache's pages of the prompt's prefix (DraftModelBatch::adopt); the engine's own match does not
+  // depend on it (the draft model feeds what it lacks itself).
+  Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;
+  void commit_context(std::span<const int32_t> tokens) override;
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   Status request(std::span<const int32_t> tokens, int64_t max_depth) override;
   DraftBatch* batch() override { return asked_ ? batch_.get() : nullptr; }

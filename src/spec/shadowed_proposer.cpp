@@ -27,8 +27,16 @@ void ShadowedProposer::reset() {
   shadow_->reset();
 }
 
+// Both adopt what their caches hold; the shadow, the one that may read hidden states, says how much the engine
+// may take from its cache.
 Result<int64_t> ShadowedProposer::match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
-  return shadow_->match_prefix(tokens, max_tokens);  // the lead reads no hidden states
+  (void)lead_->match_prefix(tokens, max_tokens);
+  return shadow_->match_prefix(tokens, max_tokens);
+}
+
+void ShadowedProposer::commit_context(std::span<const int32_t> tokens) {
+  lead_->commit_context(tokens);
+  shadow_->commit_context(tokens);
 }
 
 Status ShadowedProposer::add_context(int64_t first, int64_t n, const float* taps) {

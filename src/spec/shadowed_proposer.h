@@ -22,6 +22,7 @@ class ShadowedProposer : public Proposer {
   std::span<const int32_t> tap_layers() const override { return shadow_->tap_layers(); }
   void reset() override;
   Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;
+  void commit_context(std::span<const int32_t> tokens) override;
   Status add_context(int64_t first, int64_t n, const float* taps) override;
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   Status request(std::span<const int32_t> tokens, int64_t max_depth) override;

@@ -126,9 +126,6 @@ TEST(CudaKqF16Layout, DequantisationStepsGiveTheOracleWeights) {
     std::memcpy(&z, blk + 8, 4);
     std::memcpy(&w, blk + 12, 4);
     const kf::ScaleWords words = kf::unpack_scales(y, z, w);
-    const float d1024 = f16_mul(d, -1024.0f), m1024 = f16_mul(dmin, -1024.0f);
-    ASSERT_EQ(d1024, -1024.0f * d);  // exact: the FMA below then rounds only once
-    ASSERT_EQ(m1024, -1024.0f * dmin);
     for (int c = 0; c < 4; ++c) {
       for (int t = 0; t < 4; ++t) {
         for (int p = 0; p < 2; ++p) {
@@ -136,7 +133,8 @@ TEST(CudaKqF16Layout, DequantisationStepsGiveTheOracleWeights) {
           std::memcpy(&q, blk + kf::kQs + kf::word_byte(c, t, p), 4);
           for (int h = 0; h < 2; ++h) {
             const uint32_t sm = kf::scale_magic(words, 2 * c + h);
-            const float s = f16_fma(lo_half(sm), d, d1024), m = f16_fma(hi_half(sm), dmin, m1024);
+            const float sc = kf::round_f16_host(lo_half(sm) - 1024.0), mn = kf::round_f16_host(hi_half(sm) - 1024.0);
+            const float s = f16_mul(sc, d), m = f16_mul(mn, dmin);
             for (int pair = 0; pair < 2; ++pair) {
               const uint32_t cm = kf::code_magic(q, h, pair);
               for (int half = 0; half < 2; ++half) {
@@ -310,6 +308,32 @@ TEST(CudaKqF16Layout, Q6DequantisationStepsGiveTheOracleWeights) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// Blocks staged as the kernel stages them (16-byte chunks from the boundary at or below the block's start) read
+// back every word of the block through stage_at / staged_word, for rows that start anywhere (Q6_K rows of 9
+// blocks are 1,890 bytes), never reading past the matrix's 16 bytes of slack.
+TEST(CudaKqF16Layout, StagedBlocksReadBackTheirWords) {
+  const int64_t row_bytes = 9 * kf::q6::kBlockBytes, n_rows = 5;
+  std::vector<uint8_t> m(static_cast<size_t>(row_bytes * n_rows + 16));
+  std::mt19937 rng(19);
+  for (auto& b : m) b = static_cast<uint8_t>(rng());
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t b = 0; b < 9; ++b) {
+      const int64_t start = r * row_bytes + b * kf::q6::kBlockBytes;
+      uint32_t row[60] = {};  // 240 bytes: the kernel's staged row stride
+      for (int c = 0; c < kf::q6::kStageChunks; ++c) {
+        const int64_t src = kf::stage_chunk_src(start, c);
+        ASSERT_LE(src + 16, static_cast<int64_t>(m.size())) << "a copy past the slack";
+        std::memcpy(reinterpret_cast<uint8_t*>(row) + 16 * c, m.data() + src, 16);
+      }
+      const int at = kf::stage_at(start);
+      ASSERT_EQ(at % 2, 0);
+      for (int off = 0; off + 4 <= kf::q6::kBlockBytes; off += 2) {
+        ASSERT_EQ(kf::staged_word(row, at + off), word_at(m.data() + start + off)) << "row " << r << " block " << b << " byte " << off;
       }
     }
   }

@@ -17,7 +17,7 @@
 //
 // Dequantisation: OR-ing a nibble n into the mantissa of f16 1024 (0x6400) gives 1024 + n (low nibble) or
 // 1024 + 16 n (high nibble) exactly; one exact step gives n, one FMA gives n * s - m, rounded once. The
-// sub-block's (s, m) = (f16(d * sc), f16(dmin * m)) come the same way: (1024 + sc) * d - 1024 * d in one FMA.
+// sub-block's (s, m) = (f16(d * sc), f16(dmin * m)) come the same way: (1024 + sc) - 1024 exactly, times d.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -93,6 +93,21 @@ SAKER_HD uint32_t code_magic(uint32_t word, int h, int pair) {
   return lop3_and_or(pair ? word >> 8 : word, h ? kHiMask : kLoMask, kMagic);
 }
 
+// ---- staging. A block starting at byte `start` of the matrix (any even offset) is copied as the 16-byte chunks
+// from the boundary at or below it; its bytes then begin at byte stage_at(start) of the staged row, and its
+// words are read back with staged_word (the row's 16-byte aligned words, `at` even).
+SAKER_HD int64_t stage_chunk_src(int64_t start, int chunk) { return (start & ~int64_t{15}) + 16 * chunk; }
+SAKER_HD int stage_at(int64_t start) { return static_cast<int>(start & 15); }
+SAKER_HD uint32_t staged_word(const uint32_t* row, int at) {
+  const uint32_t x0 = row[at >> 2];
+  if ((at & 2) == 0) return x0;
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(x0, row[(at >> 2) + 1], 16);
+#else
+  return (x0 >> 16) | (row[(at >> 2) + 1] << 16);
+#endif
+}
+
 // ---- Q6_K (210 bytes, 2-byte aligned: ql[128], qh[64], int8 scales[16], f16 d). Element 128h + 32r + l (h 0..1,
 // r 0..3, l 0..31) is nibble r >> 1 of ql[64h + 32(r & 1) + l] | bits 2r, 2r + 1 of qh[32h + l] << 4, minus 32;
 // 16-element sub-block i = 8h + 2r + (l >> 4) has scale i. One MMA is one sub-block (h, r, s = l >> 4): lane t
@@ -101,6 +116,7 @@ SAKER_HD uint32_t code_magic(uint32_t word, int h, int pair) {
 // Weights: s_i = f16(d * sc_i) (sc_i exact in f16), w = f16((q - 32) * s_i), each rounded once.
 namespace q6 {
 inline constexpr int kBlockBytes = 210;
+inline constexpr int kStageChunks = 14;  // 210 bytes from up to 14 bytes past a 16-byte boundary
 inline constexpr int kQh = 128, kScales = 192, kD = 208;
 SAKER_HD int elem(int h, int r, int s, int t, int pair, int half) { return 128 * h + 32 * r + 16 * s + 4 * t + pair + 2 * half; }
 SAKER_HD int ql_byte(int h, int r, int s, int t) { return 64 * h + 32 * (r & 1) + 16 * s + 4 * t; }

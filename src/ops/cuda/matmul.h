@@ -37,8 +37,9 @@ bool matmul_supports(DType type);
 // tensor-core kernel (matmul_float_wi.cu) instead of cuBLAS, which picks its algorithm, and so its rounding,
 // by shape.
 //
-// kq_f16: Q4_K weights of 1-64 rows on the f16 tensor-core kernel (matmul_kq_f16.cu: weights dequantised to f16,
-// activations rounded to f16) instead of the int8 kernels of kq_canon.h; also width-invariant, with other bits.
+// kq_f16: Q4_K / Q6_K weights of 1-64 rows on the f16 tensor-core kernel (matmul_kq_f16.cu: weights dequantised
+// to f16, activations rounded to f16) instead of the int8 kernels of kq_canon.h; also width-invariant, with other
+// bits.
 // Opt-in until measured faster (SAKER_CUDA_MATMUL=kqf16 turns it on for every context).
 struct MatmulOptions {
   bool invariant_float = false;

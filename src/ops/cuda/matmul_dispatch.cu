@@ -5,7 +5,7 @@
 // rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels;
 // SAKER_CUDA_MATMUL=legacy keeps rows off the width-invariant kernels (the previous dispatch: K-quants on dp4a
 // up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare. F16 / BF16 weights take the
-// width-invariant kernel only in contexts made with MatmulOptions::invariant_float; Q4_K weights take the f16
+// width-invariant kernel only in contexts made with MatmulOptions::invariant_float; Q4_K / Q6_K weights take the f16
 // tensor-core kernel in contexts made with MatmulOptions::kq_f16, or in every context under
 // SAKER_CUDA_MATMUL=kqf16 (kqf16k2, kqf16k1: with 2 or 1 K streams an m-tile instead of 4).
 #include <cstring>
@@ -118,7 +118,7 @@ bool force_legacy() {
   return legacy;
 }
 
-// SAKER_CUDA_MATMUL=kqf16 | kqf16k2 | kqf16k1: Q4_K rows on the f16 tensor-core kernel in every context, with 4
+// SAKER_CUDA_MATMUL=kqf16 | kqf16k2 | kqf16k1: Q4_K / Q6_K rows on the f16 tensor-core kernel in every context, with 4
 // (the kernel's default), 2 or 1 K streams an m-tile (to compare; each is its own summation order). 0: not forced.
 int forced_kq_f16_streams() {
   static const int streams = [] {
@@ -137,7 +137,7 @@ constexpr int kKqF16Streams = 4;  // the K streams of MatmulOptions::kq_f16
 // mode asks for the older paths.
 bool invariant_kernels_on() { return !force_simple() && !force_fma() && !force_legacy(); }
 
-// Whether the f16 Q4_K kernel takes this call (and its scratch fits).
+// Whether the f16 Q4_K / Q6_K kernel takes this call (and its scratch fits).
 bool kq_f16_takes(MatmulContext& ctx, const DeviceMatrix& w, int64_t rows) {
   if (!invariant_kernels_on() || !(ctx.options().kq_f16 || forced_kq_f16_streams() > 0)) return false;
   const detail::X16Scratch x16 = detail::x16_scratch(ctx);

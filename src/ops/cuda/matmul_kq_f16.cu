@@ -42,22 +42,19 @@ using kq_f16::kWarps;
 __device__ __forceinline__ __half2 as_h2(uint32_t v) { return *reinterpret_cast<const __half2*>(&v); }
 __device__ __forceinline__ uint32_t as_u32(__half2 v) { return *reinterpret_cast<const uint32_t*>(&v); }
 
-// One staged row's block header: its scale words, (d, dmin) and -1024 * (d, dmin) (exact).
+// One staged row's block header: its scale words and (d, dmin).
 struct RowScales {
   kq_f16::ScaleWords words;
-  __half2 dd, dd1024;
+  __half2 dd;
 };
 __device__ __forceinline__ RowScales load_scales(const uint8_t* row) {
   const uint4 hdr = *reinterpret_cast<const uint4*>(row);
-  RowScales r;
-  r.words = kq_f16::unpack_scales(hdr.y, hdr.z, hdr.w);
-  r.dd = as_h2(hdr.x);
-  r.dd1024 = __hmul2(r.dd, __float2half2_rn(-1024.0f));
-  return r;
+  return {kq_f16::unpack_scales(hdr.y, hdr.z, hdr.w), as_h2(hdr.x)};
 }
-// Sub-block j's (d * sc_j, dmin * m_j): (1024 + sc) * d - 1024 * d in one FMA, so each is rounded once.
+// Sub-block j's (d * sc_j, dmin * m_j): (1024 + sc) - 1024 is sc exactly, times d rounds once. (One FMA with
+// -1024 d would save an instruction but overflows f16 for d >= 64.)
 __device__ __forceinline__ __half2 sub_scale(const RowScales& r, int j) {
-  return __hfma2(as_h2(kq_f16::scale_magic(r.words, j)), r.dd, r.dd1024);
+  return __hmul2(__hsub2(as_h2(kq_f16::scale_magic(r.words, j)), __float2half2_rn(1024.0f)), r.dd);
 }
 // w = n * s - m for a pair of codes held as 1024 + n (h 0) or 1024 + 16 n (h 1): n exactly, then one FMA.
 __device__ __forceinline__ uint32_t weight_pair(uint32_t magic, int h, __half2 sm) {
@@ -118,15 +115,15 @@ __device__ __forceinline__ void load_b4(const void* xrow, int64_t at, bool ok, u
   }
 }
 
-// The 32-bit little-endian word at byte `at` (even) of a staged row (16-byte aligned), in the shared space.
+// The 32-bit little-endian word at byte `at` (even) of a staged row (16-byte aligned). Pointer arithmetic only,
+// so the loads stay in the shared space.
 __device__ __forceinline__ uint32_t lds_u32_a2(const uint8_t* row, int at) {
-  const uint32_t* p = reinterpret_cast<const uint32_t*>(row) + (at >> 2);
-  const uint32_t x0 = p[0];
-  return (at & 2) ? __funnelshift_r(x0, p[1], 16) : x0;
+  return kq_f16::staged_word(reinterpret_cast<const uint32_t*>(row), at);
 }
 
 // ---- formats: how a block's 16 staged rows are multiplied with the activations. s0 / s1: the staged rows g and
-// g + 8, the block at byte at0 / at1 of them; xr / xok: the lane's activation rows; b: the block index.
+// g + 8 (16-byte aligned), the block starting at byte at0 / at1 of them (always 0 for Q4_K); xr / xok: the lane's
+// activation rows; b: the block index.
 
 struct Q4Fmt {
   static constexpr int kBlockBytes = kq_f16::kBlockBytes;
@@ -172,11 +169,12 @@ struct Q4Fmt {
 
 struct Q6Fmt {
   static constexpr int kBlockBytes = kq_f16::q6::kBlockBytes;
-  static constexpr int kChunks = 14;      // 210 bytes from up to 14 bytes past a 16-byte boundary
+  static constexpr int kChunks = kq_f16::q6::kStageChunks;
   static constexpr int kRowStride = 240;  // 60 words: a half-warp's loads of eight rows on distinct banks
   // The scale pairs (s_i, s_{i+1}) = f16(d * sc) of sub-blocks i = 8h + 2r, 8h + 2r + 1 (k = 4h + r) of a row.
   __device__ __forceinline__ static void load_scales(const uint8_t* row, int at, __half2 (&sp)[8]) {
-    const __half d = __ushort_as_half(static_cast<unsigned short>(lds_u32_a2(row, at + kq_f16::q6::kD) & 0xFFFF));
+    // d is the high half of the word at kD - 2, which stays inside the staged chunks.
+    const __half d = __ushort_as_half(static_cast<unsigned short>(lds_u32_a2(row, at + kq_f16::q6::kD - 2) >> 16));
     const __half2 dd = __half2half2(d);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
@@ -263,13 +261,13 @@ __global__ void __launch_bounds__(kWarps * 32)
   // copy instruction reads whole runs of consecutive rows' bytes.
   constexpr int kLanePieces = (16 * F::kChunks + 31) / 32;
   int64_t src_row[kLanePieces];
-  int dst_off[kLanePieces], src_chunk[kLanePieces];
+  int dst_off[kLanePieces], kp_of[kLanePieces];
 #pragma unroll
   for (int k = 0; k < kLanePieces; ++k) {
     const int p = lane + 32 * k, r = min(p / F::kChunks, 15), kp = p % F::kChunks;
     dst_off[k] = r * F::kRowStride + 16 * kp;
     src_row[k] = row_off(r);
-    src_chunk[k] = 16 * kp;
+    kp_of[k] = kp;
   }
   int copied = 0;
   auto issue = [&]() {
@@ -278,7 +276,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       uint8_t* st = ring + (copied % S) * kTileBytes;
 #pragma unroll
       for (int k = 0; k < kLanePieces; ++k) {
-        if (lane + 32 * k < 16 * F::kChunks) cp_async16(st + dst_off[k], w + ((src_row[k] + boff) & ~int64_t{15}) + src_chunk[k]);
+        if (lane + 32 * k < 16 * F::kChunks) cp_async16(st + dst_off[k], w + kq_f16::stage_chunk_src(src_row[k] + boff, kp_of[k]));
       }
       ++copied;
     }
@@ -312,9 +310,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncwarp();            // and every lane's
     const int64_t b = stream + KS * i;
     const uint8_t* st = ring + (i % S) * kTileBytes;
-    const int at0 = static_cast<int>((lo0 + b * F::kBlockBytes) & 15), at1 = static_cast<int>((lo1 + b * F::kBlockBytes) & 15);
-    F::template block<NT, kXf32>(st + g * F::kRowStride + at0, at0, st + (g + 8) * F::kRowStride + at1, at1, xr, xok,
-                                 b, t, acc);
+    const int at0 = kq_f16::stage_at(lo0 + b * F::kBlockBytes), at1 = kq_f16::stage_at(lo1 + b * F::kBlockBytes);
+    F::template block<NT, kXf32>(st + g * F::kRowStride, at0, st + (g + 8) * F::kRowStride, at1, xr, xok, b, t, acc);
     __syncwarp();  // every lane is done with the stage before it is refilled
     issue();
   }
