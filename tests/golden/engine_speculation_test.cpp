@@ -4,6 +4,7 @@
 // alone (same seeds); the drafts are used; the n-gram proposer and the drafter keep the prefix cache.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 
 #include "engine/engine.h"
@@ -397,6 +398,46 @@ TEST(EngineSpeculation, DrafterKeepsThePrefixCache) {
       0);
   EXPECT_GE(spec_pass.hit_tokens, 384) << "the prompt pass's context should be cached";
   EXPECT_EQ(spec_pass.second.tokens, plain_pass.second.tokens);
+}
+
+// A running request cancelled in a step gives its drafter slot back before that step admits the next: with one
+// slot, the next request (sharing the prefix) still adopts the cached context and takes its prefix from the
+// engine's cache.
+TEST(EngineSpeculation, ACancelledRequestsDrafterSlotServesTheNextAdmission) {
+  SAKER_REQUIRE_MINI();
+  auto [model, dw] = load_mini_with_drafter();
+  ASSERT_TRUE(model && dw);
+  auto one = spec::DFlashDrafter::create(dw, 1024 + dw->config.block_size, OpsOptions{}, 1);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  std::shared_ptr<spec::DFlashDrafter> drafter = std::move(one).value();
+  EngineOptions eo;
+  eo.max_seqs = 1;
+  eo.n_ctx = 1024;
+  eo.prefill_chunk = 128;
+  eo.proposer = factory_of<spec::DFlashProposer>([drafter] { return spec::DFlashProposer::create(drafter, 0); });
+  auto engine = make_engine(*model, eo);
+  ASSERT_TRUE(engine);
+  const auto [first, second] = testing::shared_prefix_pair(400);
+  std::atomic<bool> cancel_first{false};
+  GenerateOptions a = greedy_options(400);
+  a.cancel = &cancel_first;
+  Outcome got_a, got_b;
+  engine->submit(first, a, nullptr, [&](Result<GenerateResult> r) {
+    ++got_a.done_calls;
+    got_a.result = std::move(r);
+  });
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(engine->step().ok());  // its prompt and a few drafted steps
+  ASSERT_EQ(got_a.done_calls, 0);
+  engine->submit(second, greedy_options(16), nullptr, [&](Result<GenerateResult> r) {
+    ++got_b.done_calls;
+    got_b.result = std::move(r);
+  });
+  cancel_first.store(true);
+  for (int i = 0; i < 200 && got_b.done_calls == 0; ++i) ASSERT_TRUE(engine->step().ok());
+  ASSERT_EQ(got_a.done_calls, 1);
+  ASSERT_EQ(got_b.done_calls, 1);
+  ASSERT_TRUE(got_b.result.ok()) << got_b.result.status().to_string();
+  EXPECT_GE(engine->stats().pool.hit_tokens, 384) << "the next request took its prefix from the caches";
 }
 
 // A draft model keeps its own KV pages under the same prefix keys: a second request sharing a prefix feeds the
