@@ -82,13 +82,17 @@ void Scheduler::append_tree(Batch* batch, Sequence* seq) {
 void Scheduler::preempt_newest() {
   std::unique_ptr<Sequence> s = std::move(running_.back());  // running_ is in admission order
   running_.pop_back();
-  pool_.release(&s->pages);
+  release_memory(*s);  // its context is re-added as the sequence prefills again
   s->n_cached = 0;
   s->state = SequenceState::kWaiting;
-  if (s->proposer) s->proposer->reset();  // its context is re-added as the sequence prefills again
   ++s->n_preempted;
   ++n_preemptions_;
   waiting_.push_front(std::move(s));
+}
+
+void Scheduler::release_memory(Sequence& s) {
+  pool_.release(&s.pages);
+  if (s.proposer) s.proposer->reset();  // its slot serves other sequences at once
 }
 
 bool Scheduler::admit_next(int64_t budget) {
@@ -97,20 +101,17 @@ bool Scheduler::admit_next(int64_t budget) {
   // A sequence whose proposer reads hidden states takes from the cache only the prefix whose context the
   // proposer holds already (its own cache): cached pages keep K/V, not hidden states.
   int64_t max_match = static_cast<int64_t>(s.tokens.size()) - 1;
-  if (s.proposer && pool_.options().prefix_cache) {
-    Result<int64_t> held = s.proposer->match_prefix(s.tokens, max_match);
+  if (s.proposer) {
+    Result<int64_t> held = pool_.options().prefix_cache ? s.proposer->match_prefix(s.tokens, max_match) : int64_t{0};
     // A proposer that fails says so at its context or its draft.
     if (s.proposer->needs_taps()) max_match = held.ok() ? std::min(*held, max_match) : 0;
-  } else if (s.proposer && s.proposer->needs_taps()) {
-    max_match = 0;
   }
   const int64_t matched = pool_.match_prefix(s.tokens, max_match, &s.pages);
   s.n_cached = matched;
   const int64_t n = std::min<int64_t>(s.n_pending(), options_.prefill_chunk);
   if (n > budget || !pool_.reserve(&s.pages, s.n_cached + n).ok()) {
-    pool_.release(&s.pages);
+    release_memory(s);  // the proposer adopts its cached context again when admitted
     s.n_cached = 0;
-    if (s.proposer) s.proposer->reset();  // it adopts its cached context again when admitted
     return false;
   }
   if (!s.started) s.n_prefix_hit = matched;
@@ -204,8 +205,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
   }
   for (auto it = running_.begin(); it != running_.end();) {
     if ((*it)->cancel_requested()) {
-      pool_.release(&(*it)->pages);
-      if ((*it)->proposer) (*it)->proposer->reset();  // its slot serves the admissions below
+      release_memory(**it);  // its proposer's slot serves the admissions below
       (*it)->state = SequenceState::kFinished;
       finished->push_back(std::move(*it));
       it = running_.erase(it);
@@ -277,8 +277,7 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
 
 void Scheduler::drain(std::vector<std::unique_ptr<Sequence>>* out) {
   for (auto& s : running_) {
-    pool_.release(&s->pages);
-    if (s->proposer) s->proposer->reset();
+    release_memory(*s);
     s->state = SequenceState::kFinished;
     out->push_back(std::move(s));
   }
@@ -292,8 +291,7 @@ std::unique_ptr<Sequence> Scheduler::retire(Sequence* seq) {
   if (it == running_.end()) return nullptr;
   std::unique_ptr<Sequence> s = std::move(*it);
   running_.erase(it);
-  pool_.release(&s->pages);
-  if (s->proposer) s->proposer->reset();
+  release_memory(*s);
   s->state = SequenceState::kFinished;
   return s;
 }

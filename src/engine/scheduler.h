@@ -62,6 +62,8 @@ class Scheduler {
  private:
   // Gives the newest running sequence's pages back and moves it to the front of the waiting queue.
   void preempt_newest();
+  // The sequence's KV pages and its proposer's slot go back (it leaves, is preempted or waits again).
+  void release_memory(Sequence& s);
   void append(Batch* batch, Sequence* seq, int64_t n);
   void append_tree(Batch* batch, Sequence* seq);
   bool admit_next(int64_t budget);

@@ -37,10 +37,14 @@ Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(std::shar
   return std::unique_ptr<DraftModelProposer>(new DraftModelProposer(std::move(batch), max_draft));
 }
 
+Status DraftModelProposer::hold_slot() {
+  if (slot_ >= 0) return {};
+  SAKER_ASSIGN_OR_RETURN(slot_, batch_->acquire());
+  return {};
+}
+
 Result<int64_t> DraftModelProposer::match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
-  if (slot_ < 0) {
-    SAKER_ASSIGN_OR_RETURN(slot_, batch_->acquire());
-  }
+  SAKER_RETURN_IF_ERROR(hold_slot());
   return batch_->adopt(slot_, tokens, max_tokens);
 }
 
@@ -58,9 +62,7 @@ Status DraftModelProposer::request(std::span<const int32_t> tokens, int64_t max_
   asked_ = false;
   const int64_t k = std::min<int64_t>(max_draft_, max_depth);
   if (tokens.empty() || k <= 0) return {};
-  if (slot_ < 0) {
-    SAKER_ASSIGN_OR_RETURN(slot_, batch_->acquire());
-  }
+  SAKER_RETURN_IF_ERROR(hold_slot());
   SAKER_RETURN_IF_ERROR(batch_->request(slot_, tokens, k));
   asked_ = true;
   return {};

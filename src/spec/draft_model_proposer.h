@@ -45,6 +45,7 @@ class DraftModelProposer : public Proposer {
  private:
   DraftModelProposer(std::shared_ptr<DraftModelBatch> batch, int32_t max_draft)
       : batch_(std::move(batch)), max_draft_(max_draft) {}
+  Status hold_slot();  // takes a slot of the batch unless it holds one
 
   std::shared_ptr<DraftModelBatch> batch_;
   int32_t max_draft_;
