@@ -106,9 +106,14 @@ Result<int64_t> DFlashDrafter::match_prefix(int32_t slot, std::span<const int32_
 void DFlashDrafter::commit(int32_t slot, std::span<const int32_t> tokens) {
   if (!check_slot(slot).ok()) return;
   Slot& s = slots_[slot];
-  // The tokens of the slot's context, for keying what is fused later (release()).
+  // The tokens of the slot's context, for keying what is fused later (release()). Its positions hold the
+  // sequence's tokens, which never change, so only the new ones are copied (every step: not the whole history).
   const int64_t known = std::min(n_context(slot), static_cast<int64_t>(tokens.size()));
-  s.tokens.assign(tokens.begin(), tokens.begin() + known);
+  if (known < static_cast<int64_t>(s.tokens.size())) {
+    s.tokens.resize(static_cast<size_t>(known));  // context replaced from an earlier position
+  } else {
+    s.tokens.insert(s.tokens.end(), tokens.begin() + static_cast<int64_t>(s.tokens.size()), tokens.begin() + known);
+  }
   pool_->commit(s.block_table, tokens, std::min(s.fused, static_cast<int64_t>(tokens.size())));
 }
 
