@@ -52,6 +52,7 @@ void DraftModelBatch::reset(int32_t slot) {
   if (pool_) pool_->release(&s.block_table);
   s.tokens.clear();
   s.fed = 0;
+  s.own = 0;
   s.want = 0;
   s.drafts.clear();
 }
@@ -87,18 +88,22 @@ Result<int64_t> DraftModelBatch::adopt(int32_t slot, std::span<const int32_t> to
   const int64_t adopted = pool_->match_prefix(tokens, max_tokens, &s.block_table);
   s.tokens.assign(tokens.begin(), tokens.begin() + adopted);
   s.fed = adopted;
+  s.own = adopted;
   stats_.cached_positions += adopted;
   return adopted;
 }
 
 void DraftModelBatch::commit(int32_t slot, std::span<const int32_t> tokens) {
-  if (!check_slot(slot).ok()) return;
-  const Slot& s = slots_[slot];
-  // Positions whose tokens are the sequence's own never change: their full pages get prefix keys, and the slot
-  // never writes them again (it writes from fed on, and fed never drops below the sequence's prefix).
-  const int64_t held = std::min<int64_t>(s.fed, static_cast<int64_t>(s.tokens.size()));
-  const auto own = std::mismatch(s.tokens.begin(), s.tokens.begin() + held, tokens.begin(), tokens.end());
-  pool_->commit(s.block_table, tokens, own.first - s.tokens.begin());
+  if (!check_slot(slot).ok() || tokens.empty()) return;
+  Slot& s = slots_[slot];
+  // Fed positions whose tokens are the sequence's own, except its last (pending) token, which the next request
+  // feeds again: they never change, their full pages get prefix keys, and the slot never writes them again (a
+  // request keeps at least them). Known own positions are not compared again: only the new ones each step.
+  const int64_t limit = std::min({s.fed, static_cast<int64_t>(s.tokens.size()), static_cast<int64_t>(tokens.size()) - 1});
+  int64_t own = std::min(s.own, limit);
+  while (own < limit && s.tokens[static_cast<size_t>(own)] == tokens[static_cast<size_t>(own)]) ++own;
+  s.own = own;
+  pool_->commit(s.block_table, tokens, own);
 }
 
 Status DraftModelBatch::forward() {
@@ -126,6 +131,7 @@ Status DraftModelBatch::run() {
       pool_->release(&s.block_table);
       s.tokens.clear();
       s.fed = 0;
+      s.own = 0;
       s.drafts.clear();
     }
     s.want = 0;

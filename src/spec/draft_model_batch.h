@@ -63,6 +63,7 @@ class DraftModelBatch : public DraftBatch {
     std::vector<int32_t> block_table;  // its pages, from the pool
     std::vector<int32_t> tokens;       // the sequence as last asked (pending token last), then its drafts fed
     int64_t fed = 0;                   // positions whose K/V the cache holds
+    int64_t own = 0;                   // of those, the first `own` are known to hold the sequence's own tokens
     int64_t want = 0;                  // drafts asked for in the next run()
     std::vector<int32_t> drafts;
   };
