@@ -73,30 +73,6 @@ __device__ __forceinline__ void dequant_word(uint32_t q, __half2 sm_lo, __half2 
   }
 }
 
-// The B fragments of one activation row for sub-block j (elements 8t .. 8t + 7 of it): [p][0] = (i 0, 2),
-// [p][1] = (i 1, 3) of elements 8t + 4p + i.
-template <bool kXf32>
-__device__ __forceinline__ void load_b(const void* xrow, int64_t at, bool ok, uint32_t (&b)[2][2]) {
-  if (!ok) {
-    b[0][0] = b[0][1] = b[1][0] = b[1][1] = 0;
-    return;
-  }
-  if constexpr (kXf32) {
-    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(xrow) + at);
-    const float4 v0 = __ldg(p), v1 = __ldg(p + 1);
-    b[0][0] = mma_pack<false>(v0.x, v0.z);
-    b[0][1] = mma_pack<false>(v0.y, v0.w);
-    b[1][0] = mma_pack<false>(v1.x, v1.z);
-    b[1][1] = mma_pack<false>(v1.y, v1.w);
-  } else {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(xrow) + at));
-    b[0][0] = kq_f16::x16_pair(u.x, u.y, 0);
-    b[0][1] = kq_f16::x16_pair(u.x, u.y, 1);
-    b[1][0] = kq_f16::x16_pair(u.z, u.w, 0);
-    b[1][1] = kq_f16::x16_pair(u.z, u.w, 1);
-  }
-}
-
 // The B fragments of one activation row for elements at .. at + 3: [0] = (i 0, 2), [1] = (i 1, 3).
 template <bool kXf32>
 __device__ __forceinline__ void load_b4(const void* xrow, int64_t at, bool ok, uint32_t (&b)[2]) {
@@ -113,6 +89,22 @@ __device__ __forceinline__ void load_b4(const void* xrow, int64_t at, bool ok, u
     b[0] = kq_f16::x16_pair(u.x, u.y, 0);
     b[1] = kq_f16::x16_pair(u.x, u.y, 1);
   }
+}
+
+// The B fragments of one activation row for sub-block j (elements 8t .. 8t + 7 of it): [p][0] = (i 0, 2),
+// [p][1] = (i 1, 3) of elements 8t + 4p + i. f16 activations in one 16-byte load.
+template <bool kXf32>
+__device__ __forceinline__ void load_b(const void* xrow, int64_t at, bool ok, uint32_t (&b)[2][2]) {
+  if (kXf32 || !ok) {
+    load_b4<kXf32>(xrow, at, ok, b[0]);
+    load_b4<kXf32>(xrow, at + 4, ok, b[1]);
+    return;
+  }
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(xrow) + at));
+  b[0][0] = kq_f16::x16_pair(u.x, u.y, 0);
+  b[0][1] = kq_f16::x16_pair(u.x, u.y, 1);
+  b[1][0] = kq_f16::x16_pair(u.z, u.w, 0);
+  b[1][1] = kq_f16::x16_pair(u.z, u.w, 1);
 }
 
 // The 32-bit little-endian word at byte `at` (even) of a staged row (16-byte aligned). Pointer arithmetic only,
