@@ -74,29 +74,13 @@ TEST(CudaMatmulFloat, MatchesHostDotOfRoundedInputs) {
         ASSERT_TRUE(cuda::matmul(**ctx, u.dm, dx.get(), rows, dout.get(), sh.n_out, accumulate, nullptr).ok());
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         const std::vector<float> got = dout.to_host();
-        int64_t bad = 0;
-        double worst = 0;
-        for (int64_t t = 0; t < rows; ++t) {
-          for (int64_t o = 0; o < sh.n_out; ++o) {
-            double want = 0, mag = 0;
-            for (int64_t i = 0; i < sh.n_in; ++i) {
-              const double p = static_cast<double>(u.w[o * sh.n_in + i]) * round_to(sh.type, x[t * sh.n_in + i]);
-              want += p;
-              mag += std::fabs(p);
-            }
-            if (accumulate) want += base[t * sh.n_out + o];
-            const double err = std::fabs(got[t * sh.n_out + o] - want);
-            const double tol = 1e-4 * mag + 1e-6;  // index errors give O(1) relative errors
-            worst = std::max(worst, err / (mag + 1e-12));
-            if (!(err <= tol) && bad++ < 5) {
-              ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows " << rows
-                            << " acc=" << accumulate << ": row " << t << " out " << o << " got "
-                            << got[t * sh.n_out + o] << " want " << want;
-            }
-          }
-        }
-        EXPECT_EQ(bad, 0) << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows " << rows
-                          << " worst error / sum|w x| " << worst;
+        const testing::HostDotCheck c = testing::check_against_host_dot(
+            got, u.w, x, accumulate ? &base : nullptr, rows, sh.n_out, sh.n_in,
+            [&](float v) { return round_to(sh.type, v); },
+            std::string(dtype_name(sh.type)) + " " + std::to_string(sh.n_out) + "x" + std::to_string(sh.n_in) +
+                " rows " + std::to_string(rows) + " acc=" + std::to_string(accumulate));
+        EXPECT_EQ(c.bad, 0) << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows " << rows
+                            << " worst error / sum|w x| " << c.worst;
       }
     }
     cuda::free_matrix(&u.dm);

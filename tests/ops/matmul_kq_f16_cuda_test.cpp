@@ -121,24 +121,12 @@ TEST(CudaMatmulKqF16, MatchesHostDotOfRoundedInputs) {
       for (bool accumulate : {false, true}) {
         testing::DeviceArray<float> dx(x), dout(base);
         const std::vector<float> got = run(**ctx, u, dx.get(), rows, dout.get(), accumulate);
-        int64_t bad = 0;
-        for (int64_t t = 0; t < rows; ++t) {
-          for (int64_t o = 0; o < sh.n_out; ++o) {
-            double want = 0, mag = 0;
-            for (int64_t i = 0; i < sh.n_in; ++i) {
-              const double p = static_cast<double>(u.w[o * sh.n_in + i]) * cuda::kq_f16::round_f16_host(x[t * sh.n_in + i]);
-              want += p;
-              mag += std::fabs(p);
-            }
-            if (accumulate) want += base[t * sh.n_out + o];
-            const double err = std::fabs(got[t * sh.n_out + o] - want);
-            if (!(err <= 1e-4 * mag + 1e-6) && bad++ < 5) {
-              ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows " << rows << " acc=" << accumulate << ": row "
-                            << t << " out " << o << " got " << got[t * sh.n_out + o] << " want " << want;
-            }
-          }
-        }
-        ASSERT_EQ(bad, 0);
+        const testing::HostDotCheck c = testing::check_against_host_dot(
+            got, u.w, x, accumulate ? &base : nullptr, rows, sh.n_out, sh.n_in,
+            [](float v) { return cuda::kq_f16::round_f16_host(v); },
+            std::string(dtype_name(sh.type)) + " " + std::to_string(sh.n_out) + "x" + std::to_string(sh.n_in) +
+                " rows " + std::to_string(rows) + " acc=" + std::to_string(accumulate));
+        ASSERT_EQ(c.bad, 0);
       }
     }
     cuda::free_matrix(&u.dm);

@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <string>
 
 #include "core/env.h"
 #include "formats/quant/codec.h"
@@ -38,6 +41,38 @@ inline std::vector<uint8_t> make_weights(DType type, int64_t n_out, int64_t n_in
     EXPECT_TRUE(quantize_row(type, f.data() + r * n_in, w.data() + r * rb, n_in).ok());
   }
   return w;
+}
+
+// The host oracle of the tensor-core matmul tests: got [rows, n_out] against a double dot product of the weights as
+// the kernel sees them (w [n_out, n_in]) with x [rows, n_in] rounded by round_x, plus base where accumulating.
+// An output fails when off by more than 1e-4 of its sum of |w x| (+ 1e-6): accumulation order moves it far less,
+// an index error by O(1) of it. The first five failures are reported, prefixed with `what`.
+struct HostDotCheck {
+  int64_t bad = 0;     // outputs out of tolerance
+  double worst = 0;    // the largest error / sum |w x|
+};
+template <class RoundX>
+HostDotCheck check_against_host_dot(const std::vector<float>& got, const std::vector<float>& w, const std::vector<float>& x,
+                                    const std::vector<float>* base, int64_t rows, int64_t n_out, int64_t n_in,
+                                    RoundX round_x, const std::string& what) {
+  HostDotCheck c;
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t o = 0; o < n_out; ++o) {
+      double want = 0, mag = 0;
+      for (int64_t i = 0; i < n_in; ++i) {
+        const double p = static_cast<double>(w[o * n_in + i]) * round_x(x[t * n_in + i]);
+        want += p;
+        mag += std::fabs(p);
+      }
+      if (base) want += (*base)[t * n_out + o];
+      const double err = std::fabs(got[t * n_out + o] - want);
+      c.worst = std::max(c.worst, err / (mag + 1e-12));
+      if (!(err <= 1e-4 * mag + 1e-6) && c.bad++ < 5) {
+        ADD_FAILURE() << what << ": row " << t << " out " << o << " got " << got[t * n_out + o] << " want " << want;
+      }
+    }
+  }
+  return c;
 }
 
 }  // namespace saker::testing
