@@ -421,8 +421,7 @@ Command make_bench_command() {
         s->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward (prefill chunks)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time");
         s->add_flag("--batch-invariant", a->batch_invariant,
-                    "F16 / BF16 matmuls that give a row the same bits at every batch width (K-quant files always do):"
-                    " speculative and batched output equal plain decoding bit for bit; slower F16 decode");
+                    kBatchInvariantHelp);
         s->add_option("--concurrency", a->engine.concurrency,
                       "Batching engine test instead of the single-sequence ones: for each N, N requests of "
                       "--prompt-tokens random tokens generating --gen-tokens each, all at once (table and the "

@@ -224,8 +224,7 @@ Command make_run_command() {
             ->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
         s->add_flag("--batch-invariant", a->batch_invariant,
-                    "F16 / BF16 matmuls that give a row the same bits at every batch width (K-quant files always do):"
-                    " speculative and batched output equal plain decoding bit for bit; slower F16 decode");
+                    kBatchInvariantHelp);
         add_speculation_options(s, &a->spec, "the generation");
       },
       [sub] { return *sub && (*sub)->parsed(); },

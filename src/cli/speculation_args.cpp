@@ -114,7 +114,8 @@ Result<ProposerMaker> make_proposer_maker(const SpeculationArgs& a, const Specul
     if (const std::string w = target.model->width_dependent_weight(); !w.empty()) {
       SAKER_LOG_WARN("speculative decoding on {}: {} is rounded differently at different batch widths here, so a "
                      "verified token can part from plain decoding's where its top two logits nearly tie (Q4_K, "
-                     "Q5_K and Q6_K weights, as in Q4_K_M files, give the same tokens exactly in steps of up to 64 rows)",
+                     "Q5_K and Q6_K weights, as in Q4_K_M files, and most other types with --batch-invariant give "
+                     "the same tokens exactly in steps of up to 64 rows)",
                      device_name(target.model->device()), w);
     }
   }

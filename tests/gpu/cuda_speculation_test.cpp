@@ -1,7 +1,8 @@
 // Speculative decoding on the CUDA backend equals plain greedy decoding token for token, on models whose
 // every matmul is width-invariant (synthesized Q4_K_M files: Q4_K and Q6_K weights, rows of whole 256-element
-// super-blocks; F16 and BF16 files: the float tensor-core kernel of OpsOptions::batch_invariant) and with the automatic attention (fixed key
-// slices). Nothing here allows a near-tie: a verify row must give the bits of the one-row decode of the same
+// super-blocks; F16 and BF16 files: the float tensor-core kernel of OpsOptions::batch_invariant; Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, IQ4_NL and IQ4_XS files: the int8 kernel, also under batch_invariant) and with the automatic attention
+// (fixed key slices). Nothing here allows a near-tie: a verify row must give the bits of the one-row decode of the same
 // position.
 //   - alone: n-gram prompt lookup and a draft model (the target itself, so every draft must be accepted: a
 //     single differing bit in a verify row's logits could reject one);
@@ -75,7 +76,7 @@ class CudaSpeculation : public ::testing::TestWithParam<const char*> {
       l.weights = std::move(w).value();
       OpsOptions ops;
       ops.device = Device::kCuda;
-      ops.batch_invariant = true;  // F16 / BF16 matmuls on the width-invariant kernel
+      ops.batch_invariant = true;  // F16 / BF16 and 32-element-format matmuls on the width-invariant kernels
       auto m = create_model(l.weights, ops);
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       l.model = std::move(m).value();
@@ -256,7 +257,8 @@ TEST_P(CudaSpeculation, DFlashTreesOnTheGpuKeepPlainDecodingsTokens) {
   EXPECT_GT(all.verify_steps, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, CudaSpeculation, ::testing::Values("q4_k_m", "f16", "bf16"),
+INSTANTIATE_TEST_SUITE_P(Types, CudaSpeculation, ::testing::Values("q4_k_m", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
+                                           "iq4_xs"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace

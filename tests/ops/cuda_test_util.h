@@ -28,6 +28,10 @@ class DeviceArray {
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
   T* get() const { return p_; }
+  void copy_from(const std::vector<T>& host) {  // host.size() == the array's size
+    EXPECT_EQ(host.size(), n_);
+    EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
   std::vector<T> to_host() const {
     std::vector<T> h(n_);
     EXPECT_EQ(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);

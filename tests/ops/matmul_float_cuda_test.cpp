@@ -1,4 +1,4 @@
-// The width-invariant F16 / BF16 matmul (matmul_float_wi.cu, contexts made with invariant_float): outputs match a host dot product of the same
+// The width-invariant F16 / BF16 matmul (matmul_float_wi.cu, contexts made with invariant): outputs match a host dot product of the same
 // rounded inputs (x rounded to the weight's type, f32 accumulation) to accumulation-order tolerance, and a
 // row's output is the same, bit for bit, whether it is multiplied alone or with up to 63 other rows, from
 // aligned or misaligned activations. Speculative and batched greedy output on F16 / BF16 files equal plain
@@ -21,7 +21,7 @@ float round_to(DType type, float v) {
   return type == DType::kF16 ? fp16_to_fp32(fp32_to_fp16(v)) : bf16_to_fp32(fp32_to_bf16(v));
 }
 
-constexpr cuda::MatmulOptions kInvariant{.invariant_float = true};
+constexpr cuda::MatmulOptions kInvariant{.invariant = true};
 
 struct Shape {
   DType type;

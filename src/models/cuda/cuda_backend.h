@@ -180,7 +180,7 @@ class CudaBackend final : public OpBackend {
   std::vector<std::unique_ptr<Matrix>> matrices_;
   std::vector<std::unique_ptr<Vector>> vectors_;
   uint64_t weight_bytes_ = 0;               // all matrices uploaded
-  cuda::MatmulOptions matmul_options() const { return {.invariant_float = options_.batch_invariant}; }
+  cuda::MatmulOptions matmul_options() const { return {.invariant = options_.batch_invariant}; }
   std::string width_dependent_;             // the first matrix not width-invariant (cuda::matmul_width_invariant)
   int64_t max_n_in_ = 0, max_n_out_ = 0;    // of the prepared matrices: what the matmul scratch covers
   AttentionSpec geometry_;                  // heads and head_dim of every layer

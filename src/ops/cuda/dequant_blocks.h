@@ -146,15 +146,16 @@ SAKER_HD uint32_t ld_u16_a2(const uint8_t* p) {  // 2-byte aligned
 #endif
 }
 
-// The 16 levels of IQ4_NL / IQ4_XS (same table as formats/quant), packed four to a word so a lookup is two
-// selects and a shift: an indexed local array would put a stack in local memory on the device.
+// The 16 levels of IQ4_NL / IQ4_XS (same table as formats/quant) as int8 bytes, packed four to a word so a
+// lookup is two selects and a shift (or one byte permute): an indexed local array would put a stack in local
+// memory on the device.
+inline constexpr uint32_t kIq4W0 = 0xBFAD9881u;  // -127, -104, -83, -65
+inline constexpr uint32_t kIq4W1 = 0xF6EADDCFu;  //  -49,  -35, -22, -10
+inline constexpr uint32_t kIq4W2 = 0x26190D01u;  //    1,   13,  25,  38
+inline constexpr uint32_t kIq4W3 = 0x71594535u;  //   53,   69,  89, 113
 SAKER_HD float iq4_level(uint32_t code) {
-  constexpr uint32_t kW0 = 0xBFAD9881u;  // -127, -104, -83, -65
-  constexpr uint32_t kW1 = 0xF6EADDCFu;  //  -49,  -35, -22, -10
-  constexpr uint32_t kW2 = 0x26190D01u;  //    1,   13,  25,  38
-  constexpr uint32_t kW3 = 0x71594535u;  //   53,   69,  89, 113
   code &= 15;
-  const uint32_t w = code < 8 ? (code < 4 ? kW0 : kW1) : (code < 12 ? kW2 : kW3);
+  const uint32_t w = code < 8 ? (code < 4 ? kIq4W0 : kIq4W1) : (code < 12 ? kIq4W2 : kIq4W3);
   return byte_to_f32(w ^ 0x80808080u, static_cast<int>(code & 3), 128.0f);  // int8 b = (b ^ 0x80) - 128
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/kq_canon.h"
 #include "ops/cuda/matmul_internal.cuh"
 
 namespace saker::cuda {
@@ -53,7 +54,10 @@ class CudaMatmulContext final : public MatmulContext {
     q8_.rows = std::max(std::min(max_rows, kKernelRows), detail::kQ8MaxRows);
     q8_.n_in = max_n_in;
     const size_t xq_bytes = static_cast<size_t>(q8_.rows * max_n_in);
-    const size_t xs_bytes = static_cast<size_t>(q8_.rows * ((max_n_in + 31) / 32)) * sizeof(q8::XBlock);
+    // The same area holds the width-invariant kernel's KxBlocks (one per 256 elements, a row's last partial).
+    const size_t xs_bytes = static_cast<size_t>(q8_.rows) *
+                            std::max(static_cast<size_t>((max_n_in + 31) / 32) * sizeof(q8::XBlock),
+                                     static_cast<size_t>((max_n_in + kq::kBlock - 1) / kq::kBlock) * sizeof(kq::KxBlock));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&q8_.xq, xq_bytes));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&q8_.xs, xs_bytes));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xq, 0, xq_bytes));

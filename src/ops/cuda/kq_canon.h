@@ -19,6 +19,17 @@
 //
 // Magnitudes: |S_j| <= 32 * 31 * 127 (Q5_K), times sc <= 63, << 3, eight sub-blocks: < 2^29; Q6_K sixteen
 // 16-element sub-blocks with |sc| <= 128: < 2^30. Both fit int32.
+//
+// The same kernel serves the 32-element formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) and IQ4_XS, in contexts
+// that ask for width invariance (q32_layout.h). Their "block" is a group of 256 elements of a weight row (eight
+// 32-element blocks, or one IQ4_XS block), against the same activation blocks; a row whose n_in is not a
+// multiple of 256 ends in a partial group and a partial activation block of n_sub sub-blocks (the absent ones
+// quantise as zeros: shift 0, qsum 0). A group's value, with each block's own f16 scale d_j (and min m_j):
+//     32-element formats:  u = 0; for j < n_sub: u = fma(d_j, S_j << sh_j, u) [then u = fma(m_j, qsum_j, u)];
+//                          value = d8 * u
+//     IQ4_XS:              value = d8 * (d * T),   T = sum_j ((ls_j - 32) * S_j) << sh_j
+// S_j with codes centred as the format stores them (Q4_0 -8, Q5_0 -16, IQ4 table values, Q4_1 / Q5_1 0..31).
+// |S_j << 3| < 32 * 128 * 127 * 8 < 2^23, so the int-to-float step is exact; IQ4_XS's T < 2^30.
 #include <cmath>
 #include <cstdint>
 
@@ -62,6 +73,13 @@ SAKER_HD float fsub(float a, float b) {
   return a - b;
 #endif
 }
+SAKER_HD float ffma(float a, float b, float c) {  // a * b + c, rounded once (std::fma is exact on the host)
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
 SAKER_HD float i2f(int v) {
 #if defined(__CUDA_ARCH__)
   return __int2float_rn(v);
@@ -97,11 +115,14 @@ SAKER_HD float combine_streams(const float (&s)[kStreams]) {
   return fadd(fadd(fadd(s[0], s[1]), fadd(s[2], s[3])), fadd(fadd(s[4], s[5]), fadd(s[6], s[7])));
 }
 
-// Host quantisation of one 256-element block, as the device kernel does it (tests use it as the oracle).
-inline void quantize_block_host(const float* x, int8_t* q, KxBlock* kb) {
+// Host quantisation of one 256-element block, as the device kernel does it (tests use it as the oracle). A
+// row's last block may hold fewer elements (`valid`, a multiple of 32): its absent sub-blocks count as zeros
+// and their codes are not written.
+inline void quantize_block_host(const float* x, int8_t* q, KxBlock* kb, int valid = kBlock) {
   float amax_j[8], amax = 0.0f;
   for (int j = 0; j < 8; ++j) {
     amax_j[j] = 0.0f;
+    if (kSub * j >= valid) continue;
     for (int i = 0; i < kSub; ++i) amax_j[j] = std::fmax(amax_j[j], std::fabs(x[kSub * j + i]));
     amax = std::fmax(amax, amax_j[j]);
   }
@@ -112,7 +133,7 @@ inline void quantize_block_host(const float* x, int8_t* q, KxBlock* kb) {
     const int e = sub_shift(amax_j[j], amax);
     const float inv = inv_step(step_of(d, e));
     int sum = 0;
-    for (int i = 0; i < kSub; ++i) {
+    for (int i = 0; i < kSub && kSub * j < valid; ++i) {
       q[kSub * j + i] = quantize_code(x[kSub * j + i], inv);
       sum += q[kSub * j + i];
     }

@@ -51,14 +51,17 @@ __device__ __forceinline__ ColMeta load_meta(const kq::KxBlock* kb) {
 
 // One warp quantises one 256-element block of x (kq_canon.h): lane l takes elements 8l .. 8l+7 (sub-block
 // l / 4). Used by the quantisation kernel and by producers that fuse it (rms_norm_kq), so both write the
-// same bits.
+// same bits. A row's last block may hold only `valid` elements (a multiple of 32): the lanes past them count
+// as zeros and write no codes.
 // xs_blk carries no __restrict__: the fused norm reads back values the same kernel has just written.
 __device__ __forceinline__ void kq_quantize_warp(const float* xs_blk, int8_t* __restrict__ xq_blk,
-                                                 kq::KxBlock* __restrict__ kb, int lane) {
+                                                 kq::KxBlock* __restrict__ kb, int lane, int valid = kq::kBlock) {
   const int j = lane >> 2;
+  const bool live = 8 * lane < valid;
   const float* xs = xs_blk + 8 * lane;
-  float v[8];
-  if ((reinterpret_cast<uintptr_t>(xs_blk) & 15) == 0) {  // always in the engine; tests also pass offset rows
+  float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  if (!live) {
+  } else if ((reinterpret_cast<uintptr_t>(xs_blk) & 15) == 0) {  // always in the engine; tests also pass offset rows
     const float4 v0 = reinterpret_cast<const float4*>(xs)[0], v1 = reinterpret_cast<const float4*>(xs)[1];
     v[0] = v0.x, v[1] = v0.y, v[2] = v0.z, v[3] = v0.w, v[4] = v1.x, v[5] = v1.y, v[6] = v1.z, v[7] = v1.w;
   } else {
@@ -86,7 +89,7 @@ __device__ __forceinline__ void kq_quantize_warp(const float* xs_blk, int8_t* __
   }
   sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
   sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
-  *reinterpret_cast<uint2*>(xq_blk + 8 * lane) = make_uint2(w[0], w[1]);
+  if (live) *reinterpret_cast<uint2*>(xq_blk + 8 * lane) = make_uint2(w[0], w[1]);
   if ((lane & 3) == 0) {
     kb->sh[j] = static_cast<uint8_t>(kq::kMaxShift - e);
     kb->qsum[j] = static_cast<int16_t>(sum * (1 << (kq::kMaxShift - e)));

@@ -33,22 +33,24 @@ struct DeviceMatrix {
 // The dtypes the CUDA matmul and embedding accept.
 bool matmul_supports(DType type);
 
-// Choices of a MatmulContext. invariant_float: F16 / BF16 weights of 1-64 rows on the width-invariant
-// tensor-core kernel (matmul_float_wi.cu) instead of cuBLAS, which picks its algorithm, and so its rounding,
-// by shape.
+// Choices of a MatmulContext. invariant: width-invariant kernels at 1-64 rows for the weights whose default
+// kernels are not: F16 / BF16 on the float tensor-core kernel (matmul_float_wi.cu) instead of cuBLAS, which picks
+// its algorithm, and so its rounding, by shape; Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / IQ4_XS on the int8
+// kernel of kq_canon.h instead of the FMA / f16 tensor-core / cuBLAS paths chosen by width. Slower decode.
 //
 // kq_f16: Q4_K / Q6_K weights of 1-64 rows on the f16 tensor-core kernel (matmul_kq_f16.cu: weights dequantised
 // to f16, activations rounded to f16) instead of the int8 kernels of kq_canon.h; also width-invariant, with other
 // bits.
 // Opt-in until measured faster (SAKER_CUDA_MATMUL=kqf16 turns it on for every context).
 struct MatmulOptions {
-  bool invariant_float = false;
+  bool invariant = false;
   bool kq_f16 = false;
 };
 
 // Whether matmul() of 1-64 rows gives each row the same bits whatever the row count: the K-quant kernels'
-// canonical order (Q4_K / Q5_K / Q6_K rows of whole 256-element blocks), and with invariant_float the F16 /
-// BF16 tensor-core kernel (n_in a multiple of 128). Other weights take kernels whose rounding depends on the
+// canonical order (Q4_K / Q5_K / Q6_K rows of whole 256-element blocks), and with invariant the F16 /
+// BF16 tensor-core kernel (n_in a multiple of 128) and the int8 kernel for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 /
+// IQ4_NL (n_in a multiple of 32) and IQ4_XS (of 256). Other weights take kernels whose rounding depends on the
 // width, so a speculative verify row can part from plain decoding at a near-tie. False under
 // SAKER_CUDA_MATMUL=simple|fma|legacy.
 bool matmul_width_invariant(DType type, int64_t n_in, const MatmulOptions& options = {});

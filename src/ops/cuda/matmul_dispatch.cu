@@ -4,8 +4,9 @@
 // SAKER_CUDA_MATMUL=fma keeps verify widths on the FMA kernels instead of the tensor-core kernel, and decode
 // rows of Q4_K / Q5_K / Q6_K on the f32-activation FMA kernels instead of the int8-activation dp4a kernels;
 // SAKER_CUDA_MATMUL=legacy keeps rows off the width-invariant kernels (the previous dispatch: K-quants on dp4a
-// up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare. F16 / BF16 weights take the
-// width-invariant kernel only in contexts made with MatmulOptions::invariant_float; Q4_K / Q6_K weights take the f16
+// up to 8 rows, the f16 tensor-core kernel up to 31, cuBLAS from 32), to compare. F16 / BF16 weights take their
+// width-invariant kernel, and Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / IQ4_XS weights the int8 one, only in
+// contexts made with MatmulOptions::invariant (their default kernels measured faster); Q4_K / Q6_K weights take the f16
 // tensor-core kernel in contexts made with MatmulOptions::kq_f16, or in every context under
 // SAKER_CUDA_MATMUL=kqf16 (kqf16k2, kqf16k1: with 2 or 1 K streams an m-tile instead of 4).
 #include <cstring>
@@ -152,8 +153,9 @@ bool matmul_supports(DType type) {
 
 bool matmul_width_invariant(DType type, int64_t n_in, const MatmulOptions& options) {
   if (!invariant_kernels_on()) return false;
-  if (type == DType::kF16 || type == DType::kBF16) return options.invariant_float && float_mma::n_in_supported(n_in);
-  return (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) && n_in % kq::kBlock == 0;
+  if (type == DType::kF16 || type == DType::kBF16) return options.invariant && float_mma::n_in_supported(n_in);
+  if (detail::kq_kernel_kquant(type)) return n_in % kq::kBlock == 0;
+  return options.invariant && detail::kq_kernel_takes_type(type, n_in);
 }
 
 Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts) {
@@ -182,9 +184,15 @@ Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts) {
   m.n_out = n_out;
   m.n_in = n_in;
   m.bytes = static_cast<size_t>(*rb) * static_cast<size_t>(n_out);
-  // 16 bytes of slack: decoders of 2-byte-aligned formats (Q8_0, Q6_K) read whole aligned words, which may
-  // reach up to 3 bytes past a block's end.
-  SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m.data, m.bytes + 16));
+  // Slack past the last row: decoders of 2-byte-aligned formats (Q8_0, Q6_K) read whole aligned words, which may
+  // reach up to 3 bytes past a block's end, and the int8 width-invariant kernel stages a row's partial last group
+  // of 32-element blocks as a whole one (up to 288 bytes from a 16-byte boundary; the extra bytes are never used).
+  constexpr size_t kSlack = 512;
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m.data, m.bytes + kSlack));
+  if (const cudaError_t e = cudaMemset(static_cast<uint8_t*>(m.data) + m.bytes, 0, kSlack); e != cudaSuccess) {
+    cudaFree(m.data);  // defined bytes, so a memory checker's initcheck stays quiet about staged slack
+    SAKER_CUDA_RETURN_IF_ERROR(e);
+  }
   auto* dst = static_cast<uint8_t*>(m.data);
   for (const TensorView& p : parts) {
     const size_t src_pitch = static_cast<size_t>(p.stride_bytes[0]);
@@ -216,13 +224,21 @@ bool library_beats_kernels(const DeviceMatrix& w, int64_t rows) {
   return w.type != DType::kF32 && rows >= 32;
 }
 
-bool matmul_quantizes_input(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows) {
-  if (!invariant_kernels_on() || rows > ctx.max_kernel_rows() || rows > detail::kKqMaxRows) {
-    return false;
-  }
+namespace {
+// Whether the int8 width-invariant kernel takes this call: K-quants in every context, the other formats it
+// computes where the context asks for invariance.
+bool kq_takes(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows) {
+  if (!invariant_kernels_on() || rows > ctx.max_kernel_rows() || rows > detail::kKqMaxRows) return false;
+  if (!detail::kq_kernel_kquant(w.type) && !ctx.options().invariant) return false;
   if (kq_f16_takes(ctx, w, rows)) return false;
   const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
   return detail::matmul_kq_supported(w, x, rows, q8.rows, q8.n_in);
+}
+}  // namespace
+
+bool matmul_quantizes_input(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows) {
+  // The fused producer (rms_norm_quantized) writes whole 256-element blocks only.
+  return kq_takes(ctx, w, x, rows) && w.n_in % kq::kBlock == 0;
 }
 
 Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows, float* out,
@@ -238,15 +254,15 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
       return detail::launch_matmul_kq_f16(w, x, rows, out, out_stride, accumulate, detail::x16_scratch(ctx).x, streams,
                                           stream);
     }
-    if (matmul_quantizes_input(ctx, w, x, rows)) {  // the one definition the fused producers also ask
+    if (kq_takes(ctx, w, x, rows)) {
       const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
-      if (x_quantized) {
+      if (x_quantized && matmul_quantizes_input(ctx, w, x, rows)) {  // the definition the fused producers ask
         return detail::launch_kq_quantized(w, q8.xq, reinterpret_cast<const kq::KxBlock*>(q8.xs), rows, out,
                                            out_stride, accumulate, stream);
       }
       return detail::launch_matmul_kq(w, x, rows, out, out_stride, accumulate, q8.xq, q8.xs, stream);
     }
-    if (ctx.options().invariant_float && invariant_kernels_on()) {
+    if (ctx.options().invariant && invariant_kernels_on()) {
       const detail::X16Scratch x16 = detail::x16_scratch(ctx);
       if (detail::matmul_float_wi_supported(w, rows, x16.rows, x16.n_in)) {
         return detail::launch_matmul_float_wi(w, x, rows, out, out_stride, accumulate, x16.x, stream);

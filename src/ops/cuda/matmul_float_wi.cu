@@ -2,7 +2,7 @@
 // blocks): weights stream from global memory in 16-byte loads straight into mma.m16n8k16 A fragments (index
 // math and the invariance argument in float_mma_layout.h), activations are rounded to the weight's type, f32
 // accumulators. Each weight byte is read once per call whatever the row count. Opt-in
-// (MatmulOptions::invariant_float): on the H200 it is slower than cuBLAS today (docs/performance.md).
+// (MatmulOptions::invariant): on the H200 it is slower than cuBLAS today (docs/performance.md).
 //
 // A block of four warps owns 16 * MT output rows; warp w walks its quarter of K in chunks of 32 through a
 // ring of cp.async stages in shared memory, and the four partial sums meet in shared memory, added in a fixed

@@ -59,11 +59,14 @@ bool matvec_q8_supported(const DeviceMatrix& w, const float* x, int64_t rows, in
 Status launch_matvec_q8(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
                         bool accumulate, int8_t* xq, q8::XBlock* xs, cudaStream_t stream);
 
-// The width-invariant K-quant kernel (matmul_kq_mma.cu) for Q4_K / Q5_K / Q6_K at 1 .. kKqMaxRows rows: x is
+// The width-invariant K-quant kernel (matmul_kq_mma.cu) for Q4_K / Q5_K / Q6_K at 1 .. kKqMaxRows rows (and
+// for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS where the dispatcher's context asks for invariance): x is
 // quantised to int8 codes per 256-element block with per-32 shifts (kq_canon.h) into the context's int8
 // scratch (xq, and kx_scratch for the KxBlocks, which the XBlock area holds), then multiplied on int8 tensor
 // cores in the canonical order: a row's output bits never depend on how many rows share the call.
 inline constexpr int64_t kKqMaxRows = 64;
+bool kq_kernel_kquant(DType type);                     // Q4_K / Q5_K / Q6_K (also the dp4a kernel's)
+bool kq_kernel_takes_type(DType type, int64_t n_in);  // any dtype and n_in the kernel computes
 bool matmul_kq_supported(const DeviceMatrix& w, const float* x, int64_t rows, int64_t scratch_rows,
                          int64_t scratch_n_in);
 Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,

@@ -19,11 +19,16 @@ using kq::KxBlock;
 // barrier: a matmul waits on this kernel, so its latency is what counts.
 constexpr int kQuantWarps = 8;
 
+// Block blk is block b of row r (n_row_blocks a row, the last one partial where n_in is not a multiple of 256).
 __global__ void __launch_bounds__(kQuantWarps * 32)
-    kx_quantize_kernel(const float* __restrict__ x, int8_t* __restrict__ xq, KxBlock* __restrict__ kx, int64_t n_blk) {
+    kx_quantize_kernel(const float* __restrict__ x, int8_t* __restrict__ xq, KxBlock* __restrict__ kx, int64_t n_blk,
+                       int64_t n_in, int64_t n_row_blocks) {
   const int64_t blk = static_cast<int64_t>(blockIdx.x) * kQuantWarps + (threadIdx.x >> 5);
   if (blk >= n_blk) return;  // whole warp
-  kq_quantize_warp(x + blk * kq::kBlock, xq + blk * kq::kBlock, kx + blk, threadIdx.x & 31);
+  const int64_t r = blk / n_row_blocks, b = blk - r * n_row_blocks;
+  const int64_t at = r * n_in + b * kq::kBlock;
+  const int64_t left = n_in - b * kq::kBlock;
+  kq_quantize_warp(x + at, xq + at, kx + blk, threadIdx.x & 31, left < kq::kBlock ? static_cast<int>(left) : kq::kBlock);
 }
 
 bool kq_force_mma() {
@@ -36,30 +41,42 @@ bool kq_force_mma() {
 
 }  // namespace
 
+bool kq_kernel_kquant(DType type) { return type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K; }
+
+bool kq_kernel_takes_type(DType type, int64_t n_in) {
+  switch (type) {
+    case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_XS: return n_in % kq::kBlock == 0;
+    case DType::kQ8_0: case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0: case DType::kQ5_1: case DType::kIQ4_NL:
+      return n_in % kq::kSub == 0;  // a row may end in a partial 256-element group
+    default: return false;
+  }
+}
+
 bool matmul_kq_supported(const DeviceMatrix& w, const float* x, int64_t rows, int64_t scratch_rows,
                          int64_t scratch_n_in) {
-  if (w.type != DType::kQ4_K && w.type != DType::kQ5_K && w.type != DType::kQ6_K) return false;
+  if (!kq_kernel_takes_type(w.type, w.n_in)) return false;
   if (rows < 1 || rows > kKqMaxRows || rows > scratch_rows || w.n_in > scratch_n_in) return false;
-  if (w.n_in % kq::kBlock != 0 || w.n_in / kq::kBlock > 0x7FFFFFFF || w.layout != 0) return false;
-  // Q4_K / Q5_K rows are 16-byte multiples; Q6_K's are read as aligned words around 2-byte-aligned fields.
-  const uintptr_t align = w.type == DType::kQ6_K ? 4 : 16;
-  return (reinterpret_cast<uintptr_t>(w.data) & (align - 1)) == 0 && (reinterpret_cast<uintptr_t>(x) & 3) == 0;
+  if (w.n_in <= 0 || w.n_in / kq::kBlock > 0x7FFFFFFF || w.layout != 0) return false;
+  // Rows are staged as the 16-byte chunks that cover them, counted from a 16-byte aligned matrix (IQ4_XS's
+  // staging assumes blocks 0 or 8 bytes past a boundary); upload_matrix's allocations are.
+  return (reinterpret_cast<uintptr_t>(w.data) & 15) == 0 && (reinterpret_cast<uintptr_t>(x) & 3) == 0;
 }
 
 Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
                         bool accumulate, int8_t* xq, void* kx_scratch, cudaStream_t stream) {
   auto* kx = static_cast<KxBlock*>(kx_scratch);
-  const int64_t n_blocks_total = rows * (w.n_in / kq::kBlock);
+  const int64_t n_row_blocks = (w.n_in + kq::kBlock - 1) / kq::kBlock;
+  const int64_t n_blocks_total = rows * n_row_blocks;
   if (n_blocks_total > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: x too large");
   kx_quantize_kernel<<<static_cast<unsigned>((n_blocks_total + kQuantWarps - 1) / kQuantWarps), kQuantWarps * 32, 0,
-                       stream>>>(x, xq, kx, n_blocks_total);
+                       stream>>>(x, xq, kx, n_blocks_total, w.n_in, n_row_blocks);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return launch_kq_quantized(w, xq, kx, rows, out, out_stride, accumulate, stream);
 }
 
 Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                            int64_t out_stride, bool accumulate, cudaStream_t stream) {
-  if (rows <= kKqDp4aMaxRows && !kq_force_mma()) {
+  if (rows <= kKqDp4aMaxRows && !kq_force_mma() && kq_kernel_kquant(w.type)) {  // dp4a: K-quants only
     return launch_kq_dp4a(w, xq, kx, rows, out, out_stride, accumulate, stream);
   }
   return launch_kq_mma(w, xq, kx, rows, out, out_stride, accumulate, stream);

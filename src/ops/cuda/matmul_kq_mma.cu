@@ -1,4 +1,5 @@
-// The K-quant decode and verify matmul (Q4_K, Q5_K, Q6_K weights, 1-64 activation rows) on int8 tensor
+// The K-quant decode and verify matmul (Q4_K, Q5_K, Q6_K weights, 1-64 activation rows; also Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, IQ4_NL and IQ4_XS in contexts that ask for width invariance, q32_layout.h) on int8 tensor
 // cores, in the canonical order of kq_canon.h, so a row's output bits do not depend on the row count:
 //   1. kx_quantize_kernel (matmul_kq.cu): x [rows, n_in] f32 -> int8 codes + one KxBlock per 256 elements;
 //   2. kq_mma_kernel: a block of eight warps owns 16 output rows; warp w is stream w of the canonical sum and
@@ -37,6 +38,7 @@
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/matmul_internal.cuh"
+#include "ops/cuda/q32_layout.h"
 
 namespace saker::cuda::detail {
 namespace {
@@ -76,16 +78,16 @@ __device__ __forceinline__ int byte_at(const uint32_t (&w)[2], int j) {
 // The 32-bit little-endian word at byte `at` (even) of a staged row (16-byte aligned). Pointer arithmetic
 // only, so the compiler keeps the loads in the shared space (a cast through an integer made them generic).
 __device__ __forceinline__ uint32_t lds_u32_a2(const uint8_t* row, int at) {
-  const uint32_t* p = reinterpret_cast<const uint32_t*>(row) + (at >> 2);
-  const uint32_t x0 = p[0];
-  return (at & 2) ? __funnelshift_r(x0, p[1], 16) : x0;
+  return kq_f16::staged_word(reinterpret_cast<const uint32_t*>(row), at);
 }
 
 // ---- weight formats, as staged in shared memory. A block of one weight row is copied as the kChunks
 // 16-byte chunks that cover it (from the 16-byte boundary at or below its start), one row every kRowStride
 // bytes of the stage; the strides keep a half-warp's fragment loads on distinct banks. Each format gives
-// the row header a lane needs for a block (Hdr), the integer sums of a row pair against one n-tile of
-// activation codes (T and M of kq_canon.h), and the block value.
+// the row header a lane needs for a block (Hdr) and block_values: the canonical values (kq_canon.h) of a row
+// pair's block against one n-tile of activation codes, for the lane's four C elements (rows g, g, g+8, g+8;
+// columns c0, c1, c0, c1). n_sub: the block's 32-element sub-blocks (8 but in the partial last group of a
+// 32-element format's row).
 
 // Q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles) and Q5_K (176:
 // the same header, 32 bytes of 5th bits, 128 of nibbles). Sub-block j = 2c + h: elements 64c + 32h + l are
@@ -161,8 +163,17 @@ struct KqMinFmt {
       }
     }
   }
-  __device__ __forceinline__ static float value(const Hdr& r, float d8, int t_sum, int m_sum) {
-    return kq::kq_value_min(d8, r.d, r.dmin, t_sum, m_sum);
+  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
+                                                      const uint8_t* s1, int at1, const int8_t* xb,
+                                                      const ColMeta (&col)[2], int t, int /*n_sub: 8*/, float (&v)[4]) {
+    int T[4], M[4];
+    block_ints(r0, r1, s0, at0, s1, at1, xb, col, t, T);
+    min_ints(r0, r1, col, M);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const Hdr& r = e >> 1 ? r1 : r0;
+      v[e] = kq::kq_value_min(col[e & 1].d8, r.d, r.dmin, T[e], M[e]);
+    }
   }
 };
 
@@ -192,10 +203,6 @@ struct KqQ6Fmt {
     const uint32_t code = nib | (((hb >> (2 * rr)) & 0x03030303u) << 4);
     return __vsub4(code, 0x20202020u);  // 0..63 -> -32..31 per byte
   }
-  __device__ __forceinline__ static void min_ints(const Hdr&, const Hdr&, const ColMeta (&)[2], int (&M)[4]) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) M[e] = 0;  // no min term
-  }
   __device__ __forceinline__ static void block_ints(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
                                                     const uint8_t* s1, int at1, const int8_t* xb,
                                                     const ColMeta (&col)[2], int t, int (&T)[4]) {
@@ -221,8 +228,94 @@ struct KqQ6Fmt {
       }
     }
   }
-  __device__ __forceinline__ static float value(const Hdr& r, float d8, int t_sum, int) {
-    return kq::kq_value_sym(d8, r.d, t_sum);
+  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
+                                                      const uint8_t* s1, int at1, const int8_t* xb,
+                                                      const ColMeta (&col)[2], int t, int /*n_sub: 8*/, float (&v)[4]) {
+    int T[4];
+    block_ints(r0, r1, s0, at0, s1, at1, xb, col, t, T);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = kq::kq_value_sym(col[e & 1].d8, (e >> 1 ? r1 : r0).d, T[e]);
+  }
+};
+
+// The 32-element formats (q32_layout.h), in contexts that ask for width invariance: the kernel's block is a
+// group of eight of them (256 elements, one activation block), staged as covering chunks from any even
+// offset (their rows are 2- or 4-byte aligned when n_in is not a multiple of 256). One m16n8k32 MMA a
+// 32-element block; each block's f16 scale (and min) folds its exact sum into a float chain, in order.
+template <DType kType>
+struct Q32Fmt {
+  using B = q32::Block32<kType>;
+  static constexpr int kBlockBytes = 8 * B::kBytes;
+  static constexpr int kChunks = (14 + kBlockBytes + 15) / 16;  // from up to 14 bytes past a boundary
+  // An odd number of chunks: a stride of 4 mod 8 words puts the eight rows of a fragment load on distinct banks.
+  static constexpr int kRowStride = 16 * (kChunks | 1);
+  struct Hdr {};  // the scales are read with each block
+  __device__ __forceinline__ static Hdr load_hdr(const uint8_t*, int, int) { return {}; }
+  __device__ __forceinline__ static void block_values(const Hdr&, const Hdr&, const uint8_t* s0, int at0,
+                                                      const uint8_t* s1, int at1, const int8_t* xb,
+                                                      const ColMeta (&col)[2], int t, int n_sub, float (&v)[4]) {
+    const auto* w0 = reinterpret_cast<const uint32_t*>(s0);
+    const auto* w1 = reinterpret_cast<const uint32_t*>(s1);
+    float u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (j < n_sub) {  // uniform across the warp
+        const int b0 = at0 + B::kBytes * j, b1 = at1 + B::kBytes * j;
+        uint32_t a0, a1, a2, a3;
+        B::lane_codes(w0, b0, t, a0, a2);
+        B::lane_codes(w1, b1, t, a1, a3);
+        const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t));
+        int s[4];
+        mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
+        const uint32_t h0 = kq_f16::staged_word(w0, b0), h1 = kq_f16::staged_word(w1, b1);
+        const float d[2] = {q32::block_d(h0), q32::block_d(h1)};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) u[e] = kq::ffma(d[e >> 1], kq::i2f(s[e] << col[e & 1].shift(j)), u[e]);
+        if constexpr (B::kMin) {
+          const float m[2] = {q32::block_m(h0), q32::block_m(h1)};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) u[e] = kq::ffma(m[e >> 1], kq::i2f(col[e & 1].qsum(j)), u[e]);
+        }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = kq::fmul(col[e & 1].d8, u[e]);
+  }
+};
+
+// IQ4_XS (136-byte blocks of 256, 8-byte aligned): integer scales, so its sums fold exactly as Q6_K's.
+struct KqIq4XsFmt {
+  static constexpr int kBlockBytes = q32::iq4xs::kBytes;
+  static constexpr int kChunks = 9;        // 136 bytes from 0 or 8 bytes past a boundary
+  static constexpr int kRowStride = 160;   // 10 chunks, as Q4_K's
+  struct Hdr {
+    float d;
+    uint32_t scales_h, scales_l;
+  };
+  __device__ __forceinline__ static Hdr load_hdr(const uint8_t* s, int at, int) {
+    const auto* w = reinterpret_cast<const uint32_t*>(s);
+    const uint32_t head = kq_f16::staged_word(w, at);
+    return Hdr{q32::block_d(head), head >> 16, kq_f16::staged_word(w, at + 4)};
+  }
+  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
+                                                      const uint8_t* s1, int at1, const int8_t* xb,
+                                                      const ColMeta (&col)[2], int t, int, float (&v)[4]) {
+    const auto* w0 = reinterpret_cast<const uint32_t*>(s0);
+    const auto* w1 = reinterpret_cast<const uint32_t*>(s1);
+    int T[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      uint32_t a0, a1, a2, a3;
+      q32::iq4xs::lane_codes(w0, at0, j, t, a0, a2);
+      q32::iq4xs::lane_codes(w1, at1, j, t, a1, a3);
+      const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t));
+      int s[4];
+      mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
+      fold_scaled(T, s, q32::iq4xs::scale(r0.scales_h, r0.scales_l, j), q32::iq4xs::scale(r1.scales_h, r1.scales_l, j),
+                  col[0].shift(j), col[1].shift(j));
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = kq::kq_value_sym(col[e & 1].d8, (e >> 1 ? r1 : r0).d, T[e]);
   }
 };
 
@@ -253,7 +346,8 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
                   const int8_t* __restrict__ xq,  // [rows, n_in] codes
                   const KxBlock* __restrict__ kx,  // [rows, n_blocks]
                   int64_t n_in, int rows, int n_groups, int n_units, float* __restrict__ out,
-                  int64_t out_stride, int accumulate) {
+                  int64_t out_stride, int accumulate,
+                  int tail_subs) {  // 32-element sub-blocks of a row's last block (8 if whole)
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   uint8_t* stages = smem + warp * (kStages * kStageBytes<F>);
@@ -320,15 +414,12 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
         ColMeta col[2];
         col[0] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t, rows_u - 1)) * n_blocks + b);
         col[1] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t + 1, rows_u - 1)) * n_blocks + b);
-        int T[4], M[4];
-        F::block_ints(h0, h1, s0, at0, s1, at1, xq_u + static_cast<int64_t>(brow) * n_in + static_cast<int64_t>(b) * kq::kBlock,
-                      col, t, T);
-        F::min_ints(h0, h1, col, M);
+        float v[4];
+        F::block_values(h0, h1, s0, at0, s1, at1,
+                        xq_u + static_cast<int64_t>(brow) * n_in + static_cast<int64_t>(b) * kq::kBlock, col, t,
+                        b == n_blocks - 1 ? tail_subs : 8, v);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float v = F::value(e >> 1 ? h1 : h0, col[e & 1].d8, T[e], M[e]);
-          acc[nt][e] = kq::fadd(acc[nt][e], v);
-        }
+        for (int e = 0; e < 4; ++e) acc[nt][e] = kq::fadd(acc[nt][e], v[e]);
       }
       __syncwarp();  // every lane is done with the stage before it is refilled
       issue();
@@ -398,7 +489,8 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
                      int64_t out_stride, bool accumulate, cudaStream_t stream) {
   const auto* wp = static_cast<const uint8_t*>(w.data);
   const int64_t rb = matrix_row_bytes(w);
-  const int n_blocks = static_cast<int>(w.n_in / kq::kBlock);
+  const int n_blocks = static_cast<int>((w.n_in + kq::kBlock - 1) / kq::kBlock);
+  const int tail_subs = w.n_in % kq::kBlock == 0 ? 8 : static_cast<int>(w.n_in % kq::kBlock / kq::kSub);
   int device = 0;
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   SAKER_ASSIGN_OR_RETURN(const int64_t optin, smem_optin(device));
@@ -411,7 +503,7 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     const int64_t grid = n_units < resident ? n_units : resident;
     kq_mma_kernel<F, NT, S><<<static_cast<unsigned>(grid), kKqWarps * 32, kSmemBytes<F, NT, S>, stream>>>(
         wp, rb, w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), n_groups, static_cast<int>(n_units), out,
-        out_stride, accumulate ? 1 : 0);
+        out_stride, accumulate ? 1 : 0, tail_subs);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };
@@ -436,6 +528,14 @@ Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock*
     case DType::kQ4_K: return launch_kq_for<KqMinFmt<false>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     case DType::kQ5_K: return launch_kq_for<KqMinFmt<true>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     case DType::kQ6_K: return launch_kq_for<KqQ6Fmt>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kIQ4_XS: return launch_kq_for<KqIq4XsFmt>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ8_0: return launch_kq_for<Q32Fmt<DType::kQ8_0>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ4_0: return launch_kq_for<Q32Fmt<DType::kQ4_0>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ4_1: return launch_kq_for<Q32Fmt<DType::kQ4_1>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ5_0: return launch_kq_for<Q32Fmt<DType::kQ5_0>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ5_1: return launch_kq_for<Q32Fmt<DType::kQ5_1>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kIQ4_NL:
+      return launch_kq_for<Q32Fmt<DType::kIQ4_NL>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     default: return make_error(StatusCode::kUnsupported, "cuda matmul: no int8 tensor-core kernel for this dtype");
   }
 }
