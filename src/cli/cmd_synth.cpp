@@ -22,7 +22,8 @@ Command make_synth_command() {
                       "Geometry: tiny; tiny-gqa (splits over 2 and 4 tensor-parallel ranks); qwen3 0.6b, 8b, 32b; "
                       "qwen2 1.5b, 7b")
             ->capture_default_str();
-        s->add_option("--type", o->type, "Weight type: f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k iq4_xs q4_k_m q5_k_m")
+        s->add_option("--type", o->type,
+                      "Weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q4_k q5_k q6_k iq4_xs q4_k_m q5_k_m")
             ->capture_default_str();
         s->add_option("--seed", o->seed, "Random seed")->capture_default_str();
         s->add_option("-o,--output", *out, "Output .gguf file")->required();
