@@ -43,7 +43,8 @@ Engine::Engine(Model& model, const text::Tokenizer* tokenizer, const EngineOptio
       options_(options),
       pool_(std::move(pool)),
       scheduler_(*pool_, SchedulerOptions{options.max_seqs, options.step_tokens, options.prefill_chunk,
-                                          options.speculation_cost_policy}),
+                                          options.speculation_cost_policy,
+                                          options.draft_rows > 0 ? options.draft_rows : model.invariant_rows()}),
       runner_(model, *pool_) {}
 
 Engine::~Engine() {

@@ -54,6 +54,11 @@ struct EngineOptions {
   // It decides only what is drafted, never a token: the output is what the same engine decides without it.
   // Off by default here (tests pin what drafts); the CLI turns it on.
   bool speculation_cost_policy = false;
+  // The most rows (decode tokens + drafts) of a step in which sequences draft, shared out evenly among the
+  // decoding sequences. 0: the model's invariant_rows() (64 on CUDA, where wider steps leave the width-invariant
+  // matmuls and verify rows could part from plain decoding's at a near-tie, and cost a library GEMM), or
+  // step_tokens where the model has no such limit (the CPU).
+  int64_t draft_rows = 0;
 };
 
 struct EngineStats {

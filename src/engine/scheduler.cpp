@@ -16,6 +16,14 @@ Scheduler::Scheduler(KvPool& pool, SchedulerOptions options) : pool_(pool), opti
   // A chunk is never cut to fit the budget (that would make a sequence's numbers depend on its neighbours),
   // so one chunk must always fit an otherwise empty step, and every running sequence's decode token a step.
   options_.step_tokens = std::max<int64_t>({options_.step_tokens, options_.prefill_chunk, options_.max_seqs});
+  options_.draft_rows =
+      options_.draft_rows > 0 ? std::min(options_.draft_rows, options_.step_tokens) : options_.step_tokens;
+}
+
+int64_t Scheduler::draft_share() const {
+  int64_t decoding = 0;
+  for (const auto& r : running_) decoding += r->n_pending() == 1 ? 1 : 0;
+  return decoding == 0 ? 0 : options_.draft_rows / decoding - 1;
 }
 
 void Scheduler::add(std::unique_ptr<Sequence> seq) {
@@ -127,6 +135,7 @@ bool Scheduler::drafts_pay(int64_t budget) {
   int64_t decoding = 0;
   double expected_rows = 0, accepted = 0;
   bool any = false;
+  const double share = static_cast<double>(draft_share());
   for (const auto& r : running_) {
     const Sequence& s = *r;
     if (s.n_pending() != 1) continue;
@@ -134,11 +143,16 @@ bool Scheduler::drafts_pay(int64_t budget) {
     if (!s.proposer) continue;
     any = true;
     const double room = static_cast<double>(std::max<int64_t>(0, s.n_ctx - s.n_cached - 1));
-    const double d = std::min({static_cast<double>(s.draft_policy.depth()), s.draft_policy.expected_drafts(), room});
+    const double d =
+        std::min({static_cast<double>(s.draft_policy.depth()), s.draft_policy.expected_drafts(), room, share});
     expected_rows += d;
     accepted += std::min(d, s.draft_policy.expected_accepted());
   }
   if (!any) return true;
+  if (share <= 0) {  // more decoding sequences than draft_rows leaves room for: plain steps
+    ++n_undrafted_steps_;
+    return false;
+  }
   const int64_t drafts =
       std::min<int64_t>(std::llround(expected_rows), std::max<int64_t>(0, budget - decoding));
   const bool pays = step_cost_.drafting_pays(decoding, drafts, accepted);
@@ -154,12 +168,14 @@ void Scheduler::draft(int64_t budget) {
     SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
     s->drafts.clear();
   };
+  // Each decoding sequence's even share of draft_rows: with many streams the oldest would otherwise take all.
+  const int64_t share = draft_share();
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* s = running_[i].get();
     if (s->n_pending() != 1) continue;
     s->drafts.clear();
     // room: draft nodes the step and the context can take; the depth (a chain's length) is the policy's.
-    const int64_t room = std::min<int64_t>(budget - 1, s->n_ctx - s->n_cached - 1);
+    const int64_t room = std::min<int64_t>({budget - 1, s->n_ctx - s->n_cached - 1, share});
     if (!s->proposer || room <= 0) {
       --budget;
       continue;
@@ -214,9 +230,9 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
     }
   }
 
-  const bool drafting = !options_.cost_policy || drafts_pay(options_.step_tokens);
+  const bool drafting = !options_.cost_policy || drafts_pay(options_.draft_rows);
   for (auto& r : running_) r->drafts.clear();
-  if (drafting) draft(options_.step_tokens);
+  if (drafting) draft(options_.draft_rows);
   for (;;) {
     int64_t budget = options_.step_tokens;
     // Decode tokens first, oldest sequence first; a token that finds no page preempts the newest sequence.

@@ -31,6 +31,7 @@ struct SchedulerOptions {
   int64_t step_tokens = 0;       // tokens per step; 0: 4 x prefill_chunk + max_seqs
   int32_t prefill_chunk = 512;   // prompt tokens one sequence feeds per step
   bool cost_policy = false;      // speculating sequences draft only in steps where StepCost says it pays
+  int64_t draft_rows = 0;        // most rows (decode tokens + drafts) of a drafting step; 0: step_tokens
 };
 
 class Scheduler {
@@ -76,6 +77,8 @@ class Scheduler {
   int64_t n_preemptions_ = 0;
   StepCost step_cost_;
   int64_t n_undrafted_steps_ = 0;
+  // Drafts each decoding sequence may bring this step: its even share of draft_rows, less its own token.
+  int64_t draft_share() const;
   // Whether this step's speculating sequences draft (cost_policy), from their depths and acceptance.
   bool drafts_pay(int64_t budget);
   // This step's drafts of the decoding sequences that speculate, walked in the order and with the budget the

@@ -39,6 +39,7 @@ class DenseDecoderModel : public Model {
   Device device() const override { return backend_->device(); }
   DType kv_dtype() const override { return backend_->kv_dtype(); }
   std::string width_dependent_weight() const override { return backend_->width_dependent_weight(); }
+  int64_t invariant_rows() const override { return backend_->invariant_rows(); }
   int64_t kv_heads() const override { return local_.n_head_kv; }
   // The vocabulary rows this model's logits hold: [vocab_first(), vocab_first() + n_vocab_local()).
   int64_t vocab_first() const { return local_.vocab_first; }

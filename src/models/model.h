@@ -79,6 +79,9 @@ class Model {
   // The first weight whose rows' numbers depend on the batch width on this backend (OpBackend), empty when
   // none: then speculative decoding gives plain decoding's tokens exactly.
   virtual std::string width_dependent_weight() const { return {}; }
+  // The most rows a step may feed while every row keeps the numbers it gets alone (CUDA: 64, where matmuls
+  // leave the width-invariant kernels for cuBLAS); 0: any number (the CPU).
+  virtual int64_t invariant_rows() const { return 0; }
   // KV heads per layer this model's storage holds: hparams().n_head_kv, or a tensor-parallel rank's slice.
   virtual int64_t kv_heads() const { return hparams().n_head_kv; }
 };

@@ -40,6 +40,7 @@ class TensorParallelModel final : public Model {
   Result<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheConfig& config) const override;
   DType kv_dtype() const override { return ranks_[0]->kv_dtype(); }
   std::string width_dependent_weight() const override { return ranks_[0]->width_dependent_weight(); }
+  int64_t invariant_rows() const override { return ranks_[0]->invariant_rows(); }
 
   int n_ranks() const { return static_cast<int>(ranks_.size()); }
   int threads_per_rank() const { return threads_->threads_per_rank(); }

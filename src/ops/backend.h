@@ -131,6 +131,9 @@ class OpBackend {
   // verify widths, 1-64 rows), as "name (dtype)"; empty when none does, so that a speculative verify row
   // gets the bits of plain decoding. The CPU backend's decode and verify paths are row-independent.
   virtual std::string width_dependent_weight() const { return {}; }
+  // The most rows a step may feed while every row keeps the numbers it gets alone (the width-invariant kernels'
+  // limit); 0: any number.
+  virtual int64_t invariant_rows() const { return 0; }
 
   // Weights. `name` appears in errors (a dtype the backend cannot multiply).
   virtual Result<const PreparedMatrix*> prepare_matrix(std::span<const TensorView> parts, const std::string& name) = 0;

@@ -108,6 +108,29 @@ TEST(ReplaySpeculation, TheCostPolicyStandsDownDraftsThatDoNotPay) {
   EXPECT_GT(st.undrafted_steps, st.steps / 2);
 }
 
+// EngineOptions::draft_rows bounds a drafting step's rows (on CUDA the width-invariant kernels' 64) and shares
+// them out evenly: four sequences in 12 rows draft two tokens each, every one of them drafts, and a verify
+// step commits at most three tokens. Without the even share the oldest sequences took the whole budget.
+TEST(ReplaySpeculation, DraftRowsAreSharedEvenlyAndBoundTheStep) {
+  SAKER_REQUIRE_MINI();
+  Replay rp = make_replay();
+  ASSERT_TRUE(rp.model);
+  EngineOptions eo = rp.options(5.5);
+  eo.draft_rows = 12;
+  auto engine = make_engine(*rp.model, eo);
+  ASSERT_TRUE(engine);
+  const auto got = run_batched(*engine, rp.prompts, rp.opts);
+  for (size_t i = 0; i < rp.prompts.size(); ++i) {
+    ASSERT_TRUE(got[i].result.ok()) << got[i].result.status().to_string();
+    EXPECT_EQ(got[i].result->tokens, rp.plain[i].tokens) << "request " << i;
+    ASSERT_TRUE(got[i].result->draft) << "request " << i;
+    const DraftStats& d = *got[i].result->draft;
+    EXPECT_GT(d.verify_steps, 5) << "request " << i << " hardly drafted";
+    EXPECT_LE(d.mean_accepted_length(), 3.0) << "request " << i;
+    EXPECT_GT(d.mean_accepted_length(), 2.0) << "request " << i;  // replay:5.5 accepts what it may
+  }
+}
+
 // saker bench's replay with a drafter's cost: each sequence replays its reference while a slot of one random
 // drafter of the target's shape (DFlashWeights::random) is fed and asked every step and its drafts dropped.
 // The tokens and the commits are the replay's; the drafter drafts one block per verify step, batched.

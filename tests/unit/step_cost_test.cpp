@@ -21,7 +21,7 @@ TEST(StepCost, AveragesAndInterpolatesMeasuredWidths) {
   measure(c, 17, 26.0);
   EXPECT_DOUBLE_EQ(*c.estimate(1), 10.0);
   EXPECT_DOUBLE_EQ(*c.estimate(9), 18.0);    // halfway
-  EXPECT_FALSE(c.estimate(18).has_value());  // wider than anything measured
+  EXPECT_FALSE(c.estimate(19).has_value());  // wider than anything measured (18: 17's bucket)
   c.record(1, 20.0);                         // a moving average, not the last sample
   EXPECT_GT(*c.estimate(1), 10.0);
   EXPECT_LT(*c.estimate(1), 20.0);
@@ -74,6 +74,40 @@ TEST(StepCost, PricesDraftingWidthsItHasNotSeenFromTheOnesItHas) {
   EXPECT_FALSE(c.drafting_pays(1, 15, 0.5));  // 1.5 tokens in 6.9 ms
   measure(c, 32, 9.0);
   EXPECT_TRUE(c.drafting_pays(1, 15, 3.0));   // between 8 and 32: 6.6 ms for 4 tokens
+}
+
+TEST(StepCost, BucketsAreExactUpTo16ThenEighthsOfAnOctave) {
+  for (int64_t r = 1; r <= 16; ++r) EXPECT_EQ(StepCost::bucket(r), r);
+  EXPECT_EQ(StepCost::bucket(17), 18);
+  EXPECT_EQ(StepCost::bucket(18), 18);
+  EXPECT_EQ(StepCost::bucket(32), 32);
+  EXPECT_EQ(StepCost::bucket(33), 36);
+  EXPECT_EQ(StepCost::bucket(61), 64);
+  EXPECT_EQ(StepCost::bucket(65), 72);
+  EXPECT_EQ(StepCost::bucket(241), 256);
+  EXPECT_EQ(StepCost::bucket(257), 288);
+  for (int64_t r = 17; r <= 4096; ++r) {  // every bucket holds its rows and spans at most an eighth of them
+    const int64_t b = StepCost::bucket(r);
+    EXPECT_GE(b, r);
+    EXPECT_LE(8 * (b - r), r);
+    EXPECT_EQ(StepCost::bucket(b), b);
+  }
+}
+
+// Drafting steps of 16 streams feed a different number of rows nearly every time (each sequence's depth
+// follows its acceptance). With one figure per exact count every such step was a warm-up sample, so the policy
+// kept drafting to measure (0.78x plain decoding, measured); now three steps of one bucket price it.
+TEST(StepCost, VaryingDraftingWidthsArePricedAfterAFewSteps) {
+  StepCost c;
+  measure(c, 16, 7.5);
+  EXPECT_TRUE(c.drafting_pays(16, 34, 5.0));  // nothing known wider than the plain step: measure
+  c.record(49, 30.0);
+  c.record(51, 30.0);
+  EXPECT_TRUE(c.drafting_pays(16, 34, 5.0));  // still warm-up samples of their bucket
+  c.record(50, 30.0);
+  EXPECT_FALSE(c.drafting_pays(16, 34, 5.0));  // 21 tokens in 30 ms against 16 in 7.5
+  EXPECT_FALSE(c.drafting_pays(16, 48, 5.0));  // extrapolated from 16 rows through 50: no better
+  EXPECT_TRUE(c.drafting_pays(16, 34, 60.0));  // with acceptance that high it would
 }
 
 }  // namespace

@@ -569,6 +569,8 @@ Status CudaBackend::norm_matmul(const Act& x, const PreparedVector& norm, float 
   return matmul_quantized(w, normed, out, accumulate);
 }
 
+int64_t CudaBackend::invariant_rows() const { return matmul_ ? matmul_->max_kernel_rows() : 0; }
+
 Status CudaBackend::add_row_bias(const Act& x, const PreparedVector& bias) {
   return cuda::add_row_bias(x.data, static_cast<const Vector&>(bias).data, x.rows, x.cols, x.stride, stream_);
 }

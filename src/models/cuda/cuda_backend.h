@@ -53,6 +53,7 @@ class CudaBackend final : public OpBackend {
   Device device() const override { return Device::kCuda; }
   DType kv_dtype() const override { return DType::kF16; }
   std::string width_dependent_weight() const override { return width_dependent_; }
+  int64_t invariant_rows() const override;
   Result<const PreparedMatrix*> prepare_matrix(std::span<const TensorView> parts, const std::string& name) override;
   Result<const PreparedVector*> prepare_vector(std::span<const TensorView> parts) override;
   Status reserve(std::span<const ActivationSpec> buffers, int64_t n_vocab, const AttentionSpec& attention) override;
