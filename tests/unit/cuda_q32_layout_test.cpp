@@ -100,8 +100,8 @@ TEST(CudaQ32Layout, OracleCodesGiveTheCodecsWeights) {
     const bool has_min = type == DType::kQ4_1 || type == DType::kQ5_1;
     for (int64_t b = 0; b < kN / 32; ++b) {
       const uint8_t* blk = row.data() + b * bytes;
-      const float d = cuda::blocks::f16_to_f32(static_cast<uint16_t>(blk[0] | (blk[1] << 8)));
-      const float m = has_min ? cuda::blocks::f16_to_f32(static_cast<uint16_t>(blk[2] | (blk[3] << 8))) : 0.0f;
+      const float d = q32::host_f16(blk);
+      const float m = has_min ? q32::host_f16(blk + 2) : 0.0f;
       for (int l = 0; l < 32; ++l) {
         const float code = static_cast<float>(q32::host_code(type, blk, l));
         const float v = has_min ? code * d + m : code * d;
@@ -115,8 +115,8 @@ TEST(CudaQ32Layout, OracleCodesGiveTheCodecsWeights) {
   ASSERT_TRUE(dequantize_row(DType::kIQ4_XS, row.data(), want.data(), kN).ok());
   for (int64_t b = 0; b < kN / 256; ++b) {
     const uint8_t* blk = row.data() + b * 136;
-    const float d = cuda::blocks::f16_to_f32(static_cast<uint16_t>(blk[0] | (blk[1] << 8)));
-    const uint32_t sh = blk[2] | (blk[3] << 8), sl = blk[4] | (blk[5] << 8) | (blk[6] << 16) | (static_cast<uint32_t>(blk[7]) << 24);
+    const float d = q32::host_f16(blk);
+    const uint32_t sh = cuda::blocks::rd_u16(blk + 2), sl = cuda::blocks::rd_u32(blk + 4);
     for (int j = 0; j < 8; ++j) {
       const float dl = d * static_cast<float>(q32::iq4xs::scale(sh, sl, j));
       for (int l = 0; l < 32; ++l) {

@@ -107,6 +107,11 @@ SAKER_HD uint32_t staged_word(const uint32_t* row, int at) {
   return (x0 >> 16) | (row[(at >> 2) + 1] << 16);
 #endif
 }
+// The same from a byte pointer to the staged row. A pointer cast, not one through an integer, so on the device
+// the loads stay in the shared space.
+SAKER_HD uint32_t staged_word(const uint8_t* row, int at) {
+  return staged_word(reinterpret_cast<const uint32_t*>(row), at);
+}
 
 // ---- Q6_K (210 bytes, 2-byte aligned: ql[128], qh[64], int8 scales[16], f16 d). Element 128h + 32r + l (h 0..1,
 // r 0..3, l 0..31) is nibble r >> 1 of ql[64h + 32(r & 1) + l] | bits 2r, 2r + 1 of qh[32h + l] << 4, minus 32;

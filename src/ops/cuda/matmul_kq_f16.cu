@@ -38,6 +38,7 @@ namespace saker::cuda::detail {
 namespace {
 
 using kq_f16::kWarps;
+using kq_f16::staged_word;  // a staged row's word at an even byte offset
 
 __device__ __forceinline__ __half2 as_h2(uint32_t v) { return *reinterpret_cast<const __half2*>(&v); }
 __device__ __forceinline__ uint32_t as_u32(__half2 v) { return *reinterpret_cast<const uint32_t*>(&v); }
@@ -107,11 +108,6 @@ __device__ __forceinline__ void load_b(const void* xrow, int64_t at, bool ok, ui
   b[1][1] = kq_f16::x16_pair(u.z, u.w, 1);
 }
 
-// The 32-bit little-endian word at byte `at` (even) of a staged row (16-byte aligned). Pointer arithmetic only,
-// so the loads stay in the shared space.
-__device__ __forceinline__ uint32_t lds_u32_a2(const uint8_t* row, int at) {
-  return kq_f16::staged_word(reinterpret_cast<const uint32_t*>(row), at);
-}
 
 // ---- formats: how a block's 16 staged rows are multiplied with the activations. s0 / s1: the staged rows g and
 // g + 8 (16-byte aligned), the block starting at byte at0 / at1 of them (always 0 for Q4_K); xr / xok: the lane's
@@ -166,11 +162,11 @@ struct Q6Fmt {
   // The scale pairs (s_i, s_{i+1}) = f16(d * sc) of sub-blocks i = 8h + 2r, 8h + 2r + 1 (k = 4h + r) of a row.
   __device__ __forceinline__ static void load_scales(const uint8_t* row, int at, __half2 (&sp)[8]) {
     // d is the high half of the word at kD - 2, which stays inside the staged chunks.
-    const __half d = __ushort_as_half(static_cast<unsigned short>(lds_u32_a2(row, at + kq_f16::q6::kD - 2) >> 16));
+    const __half d = __ushort_as_half(static_cast<unsigned short>(staged_word(row, at + kq_f16::q6::kD - 2) >> 16));
     const __half2 dd = __half2half2(d);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint32_t word = lds_u32_a2(row, at + kq_f16::q6::kScales + 4 * w);
+      const uint32_t word = staged_word(row, at + kq_f16::q6::kScales + 4 * w);
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
         // (1152 + sc) - 1152 is sc exactly; times d rounds once.
@@ -197,9 +193,9 @@ struct Q6Fmt {
 #pragma unroll
           for (int r = 0; r < 4; ++r) load_b4<kXf32>(xr[nt], b * 256 + q6::elem(h, r, s, t, 0, 0), xok[nt], bf[nt][r]);
         }
-        const uint32_t ql0[2] = {lds_u32_a2(s0, at0 + q6::ql_byte(h, 0, s, t)), lds_u32_a2(s0, at0 + q6::ql_byte(h, 1, s, t))};
-        const uint32_t ql1[2] = {lds_u32_a2(s1, at1 + q6::ql_byte(h, 0, s, t)), lds_u32_a2(s1, at1 + q6::ql_byte(h, 1, s, t))};
-        const uint32_t qh0 = lds_u32_a2(s0, at0 + q6::qh_byte(h, s, t)), qh1 = lds_u32_a2(s1, at1 + q6::qh_byte(h, s, t));
+        const uint32_t ql0[2] = {staged_word(s0, at0 + q6::ql_byte(h, 0, s, t)), staged_word(s0, at0 + q6::ql_byte(h, 1, s, t))};
+        const uint32_t ql1[2] = {staged_word(s1, at1 + q6::ql_byte(h, 0, s, t)), staged_word(s1, at1 + q6::ql_byte(h, 1, s, t))};
+        const uint32_t qh0 = staged_word(s0, at0 + q6::qh_byte(h, s, t)), qh1 = staged_word(s1, at1 + q6::qh_byte(h, s, t));
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           // Sub-block i = 8h + 2r + s: the low or high half of scale pair 4h + r, for every element of the pair.

@@ -44,6 +44,7 @@ namespace saker::cuda::detail {
 namespace {
 
 using kq::KxBlock;
+using kq_f16::staged_word;  // a staged row's word at an even byte offset
 
 // ---- tensor-core instructions
 
@@ -73,12 +74,6 @@ __device__ __forceinline__ void fold_scaled(int (&T)[4], const int (&s)[4], int 
 
 __device__ __forceinline__ int byte_at(const uint32_t (&w)[2], int j) {
   return static_cast<int>((w[j >> 2] >> (8 * (j & 3))) & 0xFF);
-}
-
-// The 32-bit little-endian word at byte `at` (even) of a staged row (16-byte aligned). Pointer arithmetic
-// only, so the compiler keeps the loads in the shared space (a cast through an integer made them generic).
-__device__ __forceinline__ uint32_t lds_u32_a2(const uint8_t* row, int at) {
-  return kq_f16::staged_word(reinterpret_cast<const uint32_t*>(row), at);
 }
 
 // ---- weight formats, as staged in shared memory. A block of one weight row is copied as the kChunks
@@ -191,7 +186,7 @@ struct KqQ6Fmt {
   __device__ __forceinline__ static Hdr load_hdr(const uint8_t* s, int at, int) {
     Hdr r;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) r.sc[k] = lds_u32_a2(s, at + 192 + 4 * k);
+    for (int k = 0; k < 4; ++k) r.sc[k] = staged_word(s, at + 192 + 4 * k);
     r.d = __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(s + at + 208)));
     return r;
   }
@@ -214,9 +209,9 @@ struct KqQ6Fmt {
       for (int s = 0; s < 2; ++s) {
         // ql words at 64h + 32(r & 1) + 16s + 4t, qh word at 128 + 32h + 16s + 4t, for both rows.
         const int lo_off = 64 * h + 16 * s + 4 * t, hb_off = 128 + 32 * h + 16 * s + 4 * t;
-        const uint32_t lo0[2] = {lds_u32_a2(s0, at0 + lo_off), lds_u32_a2(s0, at0 + lo_off + 32)};
-        const uint32_t lo1[2] = {lds_u32_a2(s1, at1 + lo_off), lds_u32_a2(s1, at1 + lo_off + 32)};
-        const uint32_t hb0 = lds_u32_a2(s0, at0 + hb_off), hb1 = lds_u32_a2(s1, at1 + hb_off);
+        const uint32_t lo0[2] = {staged_word(s0, at0 + lo_off), staged_word(s0, at0 + lo_off + 32)};
+        const uint32_t lo1[2] = {staged_word(s1, at1 + lo_off), staged_word(s1, at1 + lo_off + 32)};
+        const uint32_t hb0 = staged_word(s0, at0 + hb_off), hb1 = staged_word(s1, at1 + hb_off);
 #pragma unroll
         for (int rr = 0; rr < 4; ++rr) {
           const int i = 8 * h + 2 * rr + s;
@@ -267,7 +262,7 @@ struct Q32Fmt {
         const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t));
         int s[4];
         mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
-        const uint32_t h0 = kq_f16::staged_word(w0, b0), h1 = kq_f16::staged_word(w1, b1);
+        const uint32_t h0 = staged_word(w0, b0), h1 = staged_word(w1, b1);
         const float d[2] = {q32::block_d(h0), q32::block_d(h1)};
 #pragma unroll
         for (int e = 0; e < 4; ++e) u[e] = kq::ffma(d[e >> 1], kq::i2f(s[e] << col[e & 1].shift(j)), u[e]);
@@ -293,9 +288,8 @@ struct KqIq4XsFmt {
     uint32_t scales_h, scales_l;
   };
   __device__ __forceinline__ static Hdr load_hdr(const uint8_t* s, int at, int) {
-    const auto* w = reinterpret_cast<const uint32_t*>(s);
-    const uint32_t head = kq_f16::staged_word(w, at);
-    return Hdr{q32::block_d(head), head >> 16, kq_f16::staged_word(w, at + 4)};
+    const uint32_t head = staged_word(s, at);
+    return Hdr{q32::block_d(head), head >> 16, staged_word(s, at + 4)};
   }
   __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
                                                       const uint8_t* s1, int at1, const int8_t* xb,

@@ -128,11 +128,12 @@ SAKER_HD int group_bytes(DType type) {
 // ---- the host oracle: one group's canonical value from its GGUF bytes, written from the format's definition
 // (not from the lane functions above). `group` is the group's first byte, q its activation codes, kb its
 // activation block, n_sub its sub-blocks (8 but in a row's last, partial group).
+inline float host_f16(const uint8_t* p) { return blocks::f16_to_f32(static_cast<uint16_t>(blocks::rd_u16(p))); }
+
 inline int host_code(DType type, const uint8_t* blk, int l) {  // element l of one 32-element block, centred
   auto nib = [&](int qs) { return l < 16 ? blk[qs + l] & 15 : blk[qs + l - 16] >> 4; };
   auto bit5 = [&](int qh) {
-    const uint32_t h = blk[qh] | (blk[qh + 1] << 8) | (blk[qh + 2] << 16) | (static_cast<uint32_t>(blk[qh + 3]) << 24);
-    return static_cast<int>((h >> l) & 1) << 4;
+    return static_cast<int>((blocks::rd_u32(blk + qh) >> l) & 1) << 4;
   };
   switch (type) {
     case DType::kQ8_0: return static_cast<int8_t>(blk[2 + l]);
@@ -147,8 +148,7 @@ inline int host_code(DType type, const uint8_t* blk, int l) {  // element l of o
 
 inline float host_group_value(DType type, const uint8_t* group, int n_sub, const int8_t* q, const kq::KxBlock& kb) {
   if (type == DType::kIQ4_XS) {
-    const uint32_t scales_h = group[2] | (group[3] << 8);
-    const uint32_t scales_l = group[4] | (group[5] << 8) | (group[6] << 16) | (static_cast<uint32_t>(group[7]) << 24);
+    const uint32_t scales_h = blocks::rd_u16(group + 2), scales_l = blocks::rd_u32(group + 4);
     int t_sum = 0;
     for (int j = 0; j < 8; ++j) {
       int s = 0;
@@ -159,7 +159,7 @@ inline float host_group_value(DType type, const uint8_t* group, int n_sub, const
       }
       t_sum += (iq4xs::scale(scales_h, scales_l, j) * s) << kb.sh[j];
     }
-    return kq::kq_value_sym(kb.d8, blocks::f16_to_f32(static_cast<uint16_t>(group[0] | (group[1] << 8))), t_sum);
+    return kq::kq_value_sym(kb.d8, host_f16(group), t_sum);
   }
   const int bytes = group_bytes(type) / 8;
   const bool has_min = type == DType::kQ4_1 || type == DType::kQ5_1;
@@ -168,8 +168,8 @@ inline float host_group_value(DType type, const uint8_t* group, int n_sub, const
     const uint8_t* blk = group + bytes * j;
     int s = 0;
     for (int l = 0; l < 32; ++l) s += host_code(type, blk, l) * q[32 * j + l];
-    u = kq::ffma(blocks::f16_to_f32(static_cast<uint16_t>(blk[0] | (blk[1] << 8))), kq::i2f(s << kb.sh[j]), u);
-    if (has_min) u = kq::ffma(blocks::f16_to_f32(static_cast<uint16_t>(blk[2] | (blk[3] << 8))), kq::i2f(kb.qsum[j]), u);
+    u = kq::ffma(host_f16(blk), kq::i2f(s << kb.sh[j]), u);
+    if (has_min) u = kq::ffma(host_f16(blk + 2), kq::i2f(kb.qsum[j]), u);
   }
   return kq::fmul(kb.d8, u);
 }
