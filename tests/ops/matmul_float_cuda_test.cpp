@@ -48,10 +48,7 @@ Upload upload(DType type, int64_t n_out, int64_t n_in, uint32_t seed) {
     std::memcpy(&h, bytes.data() + 2 * i, 2);
     u.w[i] = type == DType::kF16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
   }
-  const TensorView part = TensorView::contiguous(bytes.data(), type, {n_out, n_in});
-  auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
-  EXPECT_TRUE(dm.ok()) << dm.status().message();
-  if (dm.ok()) u.dm = *dm;
+  u.dm = testing::upload_weights(type, bytes, n_out, n_in);
   return u;
 }
 

@@ -30,18 +30,6 @@ bool kq_path_on() {
   return testing::invariant_matmul_env_on() && (env == nullptr || std::strncmp(env, "kqf16", 5) != 0);
 }
 
-// Activations whose 32-element sub-blocks span 1/16x .. 1x of the block's largest, so every shift e = 0..3
-// is taken, with an outlier in some blocks.
-std::vector<float> varied_activations(int64_t rows, int64_t n_in, uint32_t seed) {
-  std::vector<float> x = testing::random_floats(static_cast<size_t>(rows * n_in), seed);
-  for (int64_t i = 0; i < rows * n_in; ++i) {
-    const int64_t sub = i / kq::kSub;
-    x[i] *= 1.0f / static_cast<float>(1 << (sub % 5));
-    if (i % 997 == 0) x[i] = 40.0f;
-  }
-  return x;
-}
-
 // One weight row times one activation row in the canonical order, from the GGUF bytes and the host
 // quantisation of x.
 float oracle(DType type, const uint8_t* wrow, const int8_t* xq, const kq::KxBlock* kx, int64_t n_blocks) {
@@ -97,11 +85,9 @@ float oracle(DType type, const uint8_t* wrow, const int8_t* xq, const kq::KxBloc
 cuda::DeviceMatrix upload_random(DType type, int64_t n_out, int64_t n_in, uint32_t seed,
                                  std::vector<uint8_t>* bytes = nullptr) {
   std::vector<uint8_t> w = testing::make_weights(type, n_out, n_in, seed);
-  const TensorView part = TensorView::contiguous(w.data(), type, {n_out, n_in});
-  auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
-  EXPECT_TRUE(dm.ok()) << dm.status().message();
+  const cuda::DeviceMatrix dm = testing::upload_weights(type, w, n_out, n_in);
   if (bytes != nullptr) *bytes = std::move(w);
-  return dm.ok() ? *dm : cuda::DeviceMatrix{};
+  return dm;
 }
 
 struct Shape {
@@ -126,7 +112,7 @@ TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
     std::vector<uint8_t> w;
     cuda::DeviceMatrix dm = upload_random(sh.type, sh.n_out, sh.n_in, seed++, &w);
     ASSERT_NE(dm.data, nullptr);
-    const std::vector<float> x = varied_activations(kRows, sh.n_in, seed++);
+    const std::vector<float> x = testing::varied_activations(kRows, sh.n_in, seed++);
     const std::vector<float> base = testing::random_floats(static_cast<size_t>(kRows * sh.n_out), seed++);
     const int64_t n_blocks = sh.n_in / kq::kBlock;
     std::vector<int8_t> xq(static_cast<size_t>(kRows * sh.n_in));
@@ -170,7 +156,7 @@ TEST(CudaMatmulKq, RowsAreWidthInvariantUpTo64) {
   for (const Shape& sh : kShapes) {
     cuda::DeviceMatrix dm = upload_random(sh.type, sh.n_out, sh.n_in, seed++);
     ASSERT_NE(dm.data, nullptr);
-    const std::vector<float> x = varied_activations(kRows, sh.n_in, seed++);
+    const std::vector<float> x = testing::varied_activations(kRows, sh.n_in, seed++);
     testing::DeviceArray<float> dx(x), dout(static_cast<size_t>(kRows * sh.n_out));
     auto run = [&](int64_t first, int64_t rows) {
       EXPECT_TRUE(cuda::matmul(**ctx, dm, dx.get() + first * sh.n_in, rows, dout.get(), sh.n_out, false, nullptr).ok());
@@ -223,7 +209,7 @@ TEST(CudaMatmulKq, NormFusedQuantisationEqualsSeparateOps) {
     const std::vector<float> gamma = testing::random_floats(kIn, seed++);
     testing::DeviceArray<float> dgamma(gamma);
     for (int64_t rows : {1, 2, 5, 16, 64}) {
-      const std::vector<float> x = varied_activations(rows, kIn, seed++);
+      const std::vector<float> x = testing::varied_activations(rows, kIn, seed++);
       testing::DeviceArray<float> dx(x), normed_a(x.size()), normed_b(x), out_a(rows * kOut), out_b(rows * kOut);
       ASSERT_TRUE(cuda::rms_norm(dx.get(), dgamma.get(), normed_a.get(), rows, kIn, 1e-6f, false, nullptr).ok());
       ASSERT_TRUE(cuda::matmul(**ctx, dm, normed_a.get(), rows, out_a.get(), kOut, false, nullptr).ok());

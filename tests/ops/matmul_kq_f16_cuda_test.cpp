@@ -38,10 +38,7 @@ Upload upload(DType type, int64_t n_out, int64_t n_in, uint32_t seed) {
       cuda::kq_f16::dequant_block_host(bytes.data() + cuda::kq_f16::kBlockBytes * b, u.w.data() + 256 * b);
     }
   }
-  const TensorView part = TensorView::contiguous(bytes.data(), type, {n_out, n_in});
-  auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
-  EXPECT_TRUE(dm.ok()) << dm.status().message();
-  if (dm.ok()) u.dm = *dm;
+  u.dm = testing::upload_weights(type, bytes, n_out, n_in);
   return u;
 }
 

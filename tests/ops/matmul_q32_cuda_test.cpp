@@ -42,16 +42,6 @@ std::string name(const Shape& s) {
   return std::string(dtype_name(s.type)) + " " + std::to_string(s.n_out) + "x" + std::to_string(s.n_in);
 }
 
-// Activations whose sub-blocks span 1/16x .. 1x of their block's largest (every shift), with outliers.
-std::vector<float> varied_activations(int64_t rows, int64_t n_in, uint32_t seed) {
-  std::vector<float> x = testing::random_floats(static_cast<size_t>(rows * n_in), seed);
-  for (int64_t i = 0; i < rows * n_in; ++i) {
-    x[i] *= 1.0f / static_cast<float>(1 << ((i / kq::kSub) % 5));
-    if (i % 997 == 0) x[i] = 40.0f;
-  }
-  return x;
-}
-
 // The host quantisation of x, row by row (a row's last block partial where n_in is not a multiple of 256).
 struct HostBlocks {
   std::vector<int8_t> q;         // [rows, n_in]
@@ -86,13 +76,6 @@ float oracle(DType type, const uint8_t* wrow, int64_t n_in, const HostBlocks& h,
   return kq::combine_streams(streams);
 }
 
-cuda::DeviceMatrix upload(DType type, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in) {
-  const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(w.data()), type, {n_out, n_in});
-  auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
-  EXPECT_TRUE(dm.ok()) << dm.status().message();
-  return dm.ok() ? *dm : cuda::DeviceMatrix{};
-}
-
 TEST(CudaMatmulQ32, OnlyContextsAskingForInvarianceTakeTheKernel) {
   for (const Shape& s : kShapes) {
     EXPECT_FALSE(cuda::matmul_width_invariant(s.type, s.n_in)) << name(s);
@@ -111,9 +94,9 @@ TEST(CudaMatmulQ32, EqualsCanonicalOrderBitForBit) {
   uint32_t seed = 7100;
   for (const Shape& s : kShapes) {
     const std::vector<uint8_t> w = testing::make_weights(s.type, s.n_out, s.n_in, seed++);
-    cuda::DeviceMatrix dm = upload(s.type, w, s.n_out, s.n_in);
+    cuda::DeviceMatrix dm = testing::upload_weights(s.type, w, s.n_out, s.n_in);
     ASSERT_NE(dm.data, nullptr);
-    const std::vector<float> x = varied_activations(kRows, s.n_in, seed++);
+    const std::vector<float> x = testing::varied_activations(kRows, s.n_in, seed++);
     const std::vector<float> base = testing::random_floats(static_cast<size_t>(kRows * s.n_out), seed++);
     const HostBlocks h = quantize_rows(x, kRows, s.n_in);
     const uint64_t rb = *row_bytes(s.type, s.n_in);
@@ -181,9 +164,9 @@ TEST(CudaMatmulQ32, RowsAreWidthInvariantUpTo64) {
   uint32_t seed = 7300;
   for (const Shape& s : kShapes) {
     const std::vector<uint8_t> w = testing::make_weights(s.type, s.n_out, s.n_in, seed++);
-    cuda::DeviceMatrix dm = upload(s.type, w, s.n_out, s.n_in);
+    cuda::DeviceMatrix dm = testing::upload_weights(s.type, w, s.n_out, s.n_in);
     ASSERT_NE(dm.data, nullptr);
-    const std::vector<float> x = varied_activations(kRows, s.n_in, seed++);
+    const std::vector<float> x = testing::varied_activations(kRows, s.n_in, seed++);
     testing::DeviceArray<float> dx(x), dout(static_cast<size_t>(kRows * s.n_out));
     const std::vector<float> nans(static_cast<size_t>(kRows * s.n_out), std::nanf(""));
     auto run = [&](int64_t first, int64_t rows) {
@@ -220,12 +203,12 @@ TEST(CudaMatmulQ32, NormFusedQuantisationOnlyForWholeBlocks) {
   uint32_t seed = 7500;
   for (const Shape& s : {Shape{DType::kQ8_0, 45, 384}, Shape{DType::kQ4_1, 37, 2304}}) {
     const std::vector<uint8_t> w = testing::make_weights(s.type, s.n_out, s.n_in, seed++);
-    cuda::DeviceMatrix dm = upload(s.type, w, s.n_out, s.n_in);
+    cuda::DeviceMatrix dm = testing::upload_weights(s.type, w, s.n_out, s.n_in);
     ASSERT_NE(dm.data, nullptr);
     const std::vector<float> gamma = testing::random_floats(static_cast<size_t>(s.n_in), seed++);
     testing::DeviceArray<float> dgamma(gamma);
     for (int64_t rows : {1, 5, 64}) {
-      const std::vector<float> x = varied_activations(rows, s.n_in, seed++);
+      const std::vector<float> x = testing::varied_activations(rows, s.n_in, seed++);
       testing::DeviceArray<float> dx(x), normed_a(x.size()), normed_b(x), out_a(rows * s.n_out), out_b(rows * s.n_out);
       EXPECT_FALSE(cuda::matmul_quantizes_input(**plain, dm, dx.get(), rows)) << name(s) << ": default context";
       const bool whole = s.n_in % kq::kBlock == 0;

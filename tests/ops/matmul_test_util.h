@@ -12,7 +12,9 @@
 #include <string>
 
 #include "core/env.h"
+#include "core/tensor.h"
 #include "formats/quant/codec.h"
+#include "ops/cuda/matmul.h"
 
 namespace saker::testing {
 
@@ -41,6 +43,26 @@ inline std::vector<uint8_t> make_weights(DType type, int64_t n_out, int64_t n_in
     EXPECT_TRUE(quantize_row(type, f.data() + r * n_in, w.data() + r * rb, n_in).ok());
   }
   return w;
+}
+
+// Activations for the int8 width-invariant kernels: 32-element sub-blocks spanning 1/16x .. 1x of their
+// 256-element block's largest, so every per-sub-block shift 0..3 is taken, with an outlier (40) every 997.
+inline std::vector<float> varied_activations(int64_t rows, int64_t n_in, uint32_t seed) {
+  std::vector<float> x = random_floats(static_cast<size_t>(rows * n_in), seed);
+  for (int64_t i = 0; i < rows * n_in; ++i) {
+    x[i] *= 1.0f / static_cast<float>(1 << ((i / 32) % 5));
+    if (i % 997 == 0) x[i] = 40.0f;
+  }
+  return x;
+}
+
+// Weight bytes [n_out, n_in] of `type` uploaded as one device matrix; data null (and a test failure) when the
+// upload fails.
+inline cuda::DeviceMatrix upload_weights(DType type, const std::vector<uint8_t>& bytes, int64_t n_out, int64_t n_in) {
+  const TensorView part = TensorView::contiguous(const_cast<uint8_t*>(bytes.data()), type, {n_out, n_in});
+  auto dm = cuda::upload_matrix(std::span<const TensorView>(&part, 1));
+  EXPECT_TRUE(dm.ok()) << dm.status().message();
+  return dm.ok() ? *dm : cuda::DeviceMatrix{};
 }
 
 // The host oracle of the tensor-core matmul tests: got [rows, n_out] against a double dot product of the weights as
