@@ -131,11 +131,10 @@ bool Scheduler::admit_next(int64_t budget) {
   return true;
 }
 
-bool Scheduler::drafts_pay(int64_t budget) {
+bool Scheduler::drafts_pay(int64_t budget, int64_t share) {
   int64_t decoding = 0;
   double expected_rows = 0, accepted = 0;
   bool any = false;
-  const double share = static_cast<double>(draft_share());
   for (const auto& r : running_) {
     const Sequence& s = *r;
     if (s.n_pending() != 1) continue;
@@ -144,7 +143,8 @@ bool Scheduler::drafts_pay(int64_t budget) {
     any = true;
     const double room = static_cast<double>(std::max<int64_t>(0, s.n_ctx - s.n_cached - 1));
     const double d =
-        std::min({static_cast<double>(s.draft_policy.depth()), s.draft_policy.expected_drafts(), room, share});
+        std::min({static_cast<double>(s.draft_policy.depth()), s.draft_policy.expected_drafts(), room,
+                  static_cast<double>(share)});
     expected_rows += d;
     accepted += std::min(d, s.draft_policy.expected_accepted());
   }
@@ -160,7 +160,7 @@ bool Scheduler::drafts_pay(int64_t budget) {
   return pays;
 }
 
-void Scheduler::draft(int64_t budget) {
+void Scheduler::draft(int64_t budget, int64_t share) {
   // Sequences whose drafts come from a shared forward, and those forwards.
   std::vector<Sequence*> waiting;
   std::vector<DraftBatch*> batches;
@@ -168,13 +168,12 @@ void Scheduler::draft(int64_t budget) {
     SAKER_LOG_WARN("sequence {}: no draft this step: {}", s->id, st.to_string());
     s->drafts.clear();
   };
-  // Each decoding sequence's even share of draft_rows: with many streams the oldest would otherwise take all.
-  const int64_t share = draft_share();
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* s = running_[i].get();
     if (s->n_pending() != 1) continue;
     s->drafts.clear();
-    // room: draft nodes the step and the context can take; the depth (a chain's length) is the policy's.
+    // room: draft nodes the step, the context and the sequence's share can take; the depth (a chain's length)
+    // is the policy's.
     const int64_t room = std::min<int64_t>({budget - 1, s->n_ctx - s->n_cached - 1, share});
     if (!s->proposer || room <= 0) {
       --budget;
@@ -230,9 +229,11 @@ Status Scheduler::schedule(Batch* batch, std::vector<std::unique_ptr<Sequence>>*
     }
   }
 
-  const bool drafting = !options_.cost_policy || drafts_pay(options_.draft_rows);
+  // Each decoding sequence's even share of draft_rows: with many streams the oldest would otherwise take all.
+  const int64_t share = draft_share();
+  const bool drafting = !options_.cost_policy || drafts_pay(options_.draft_rows, share);
   for (auto& r : running_) r->drafts.clear();
-  if (drafting) draft(options_.draft_rows);
+  if (drafting) draft(options_.draft_rows, share);
   for (;;) {
     int64_t budget = options_.step_tokens;
     // Decode tokens first, oldest sequence first; a token that finds no page preempts the newest sequence.

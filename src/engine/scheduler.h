@@ -79,13 +79,14 @@ class Scheduler {
   int64_t n_undrafted_steps_ = 0;
   // Drafts each decoding sequence may bring this step: its even share of draft_rows, less its own token.
   int64_t draft_share() const;
-  // Whether this step's speculating sequences draft (cost_policy), from their depths and acceptance.
-  bool drafts_pay(int64_t budget);
+  // Whether this step's speculating sequences draft (cost_policy), from their depths and acceptance, each
+  // bringing at most `share` drafts.
+  bool drafts_pay(int64_t budget, int64_t share);
   // This step's drafts of the decoding sequences that speculate, walked in the order and with the budget the
   // batch is built with: every request first, then each shared forward once (Proposer::request), so that
   // proposers sharing a drafter draft all their sequences in one forward. A proposer that fails costs its
   // sequence this step's draft, not the step.
-  void draft(int64_t budget);
+  void draft(int64_t budget, int64_t share);
 };
 
 }  // namespace saker
