@@ -234,11 +234,13 @@ bool kq_takes(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
   const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
   return detail::matmul_kq_supported(w, x, rows, q8.rows, q8.n_in);
 }
+
+// The fused producer (rms_norm_quantized) writes whole 256-element blocks only.
+bool whole_blocks(const DeviceMatrix& w) { return w.n_in % kq::kBlock == 0; }
 }  // namespace
 
 bool matmul_quantizes_input(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows) {
-  // The fused producer (rms_norm_quantized) writes whole 256-element blocks only.
-  return kq_takes(ctx, w, x, rows) && w.n_in % kq::kBlock == 0;
+  return kq_takes(ctx, w, x, rows) && whole_blocks(w);
 }
 
 Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t rows, float* out,
@@ -256,7 +258,7 @@ Status matmul(MatmulContext& ctx, const DeviceMatrix& w, const float* x, int64_t
     }
     if (kq_takes(ctx, w, x, rows)) {
       const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
-      if (x_quantized && matmul_quantizes_input(ctx, w, x, rows)) {  // the definition the fused producers ask
+      if (x_quantized && whole_blocks(w)) {  // matmul_quantizes_input held for the producer
         return detail::launch_kq_quantized(w, q8.xq, reinterpret_cast<const kq::KxBlock*>(q8.xs), rows, out,
                                            out_stride, accumulate, stream);
       }
