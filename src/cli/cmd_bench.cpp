@@ -174,7 +174,8 @@ nlohmann::json bench_options_json(const BenchArgs& a) {
           {"batch_invariant", ops.batch_invariant},
           {"tensor_parallel", ops.tensor_parallel},
           {"SAKER_CUDA_MATMUL", env(debug_env().cuda_matmul)},
-          {"SAKER_CUDA_ATTENTION", env(debug_env().cuda_attention)}};
+          {"SAKER_CUDA_ATTENTION", env(debug_env().cuda_attention)},
+          {"SAKER_CUDA_PDL", env(debug_env().cuda_pdl)}};
 }
 
 // The model on the asked device, with bench_ops.

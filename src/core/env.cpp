@@ -16,6 +16,7 @@ const DebugEnv& debug_env() {
     e.cache_dir = std::getenv("SAKER_CACHE_DIR");
     e.python = std::getenv("SAKER_PYTHON");
     e.cuda_attention = std::getenv("SAKER_CUDA_ATTENTION");
+    e.cuda_pdl = std::getenv("SAKER_CUDA_PDL");
     if (const char* u = std::getenv("SAKER_CUDA_UNFUSED")) e.cuda_unfused = std::string(u) == "1";
     if (const char* n = std::getenv("SAKER_NUM_THREADS")) e.num_threads = std::atoi(n);
     return e;

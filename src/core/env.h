@@ -10,6 +10,8 @@
 //                     before the width-invariant kernels (to compare); "kqmma": every K-quant width up to 64
 //                     takes the width-invariant tensor-core kernel; "q8narrow": the legacy dp4a decode
 //                     kernel keeps one output row per warp at 4-8 rows
+//   SAKER_CUDA_PDL    "0": CUDA kernels launch one after another instead of chained (programmatic dependent
+//                     launch, ops/cuda/chained_launch.cuh), to compare or to bisect a race
 //   SAKER_CUDA_UNFUSED "1": the CUDA decoder runs q/k norm + RoPE + KV write as three ops instead of one
 //   SAKER_CACHE_DIR   folder `saker pull` keeps models in (default $XDG_CACHE_HOME/saker or ~/.cache/saker)
 //   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)
@@ -33,6 +35,7 @@ struct DebugEnv {
   const char* cache_dir = nullptr;
   const char* python = nullptr;
   const char* cuda_attention = nullptr;
+  const char* cuda_pdl = nullptr;
   bool cuda_unfused = false;
 };
 

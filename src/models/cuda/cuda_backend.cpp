@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "formats/quant/codec.h"
 #include "ops/cuda/add.h"
+#include "ops/cuda/chained_launch.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_devices.h"
 #include "ops/cuda/gather_rows.h"
@@ -45,6 +46,9 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const OpsOptions& optio
   if (!on.ok()) return make_error(StatusCode::kInvalidArgument, "CUDA device {} cannot be used", device);
   SAKER_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking));
   if (communicator) communicator->bind_stream(b->stream_);
+  // Ask once, outside graph capture, whether kernels launch chained on this device.
+  SAKER_LOG_DEBUG("cuda device {}: chained kernel launches {}", device,
+                  cuda::chained_launches_enabled() ? "on" : "off");
   return b;
 }
 

@@ -1,4 +1,5 @@
 #include "ops/cuda/add.h"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda {
@@ -7,6 +8,7 @@ namespace {
 // Vectorised by float4 where the pointers allow it; a grid-stride loop covers any n.
 __global__ void add_f32_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
                                int64_t n) {
+  chain_in();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t n4 = n / 4;
   const auto* a4 = reinterpret_cast<const float4*>(a);
@@ -25,6 +27,7 @@ __global__ void add_f32_kernel(const float* __restrict__ a, const float* __restr
 // once per block and reused for every row the block covers.
 __global__ void add_row_bias_kernel(float* __restrict__ x, const float* __restrict__ bias, int64_t rows, int64_t cols,
                                     int64_t stride) {
+  chain_in();
   const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (c >= cols) return;
   const float b = bias[c];
@@ -42,7 +45,7 @@ Status add_f32(const float* a, const float* b, float* out, int64_t n, cudaStream
   }
   constexpr int kThreads = 256;
   const int64_t blocks = std::min<int64_t>((n / 4 + kThreads - 1) / kThreads + 1, 65535);
-  add_f32_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, b, out, n);
+  launch_chained(add_f32_kernel, static_cast<unsigned>(blocks), kThreads, 0, stream, a, b, out, n);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }
@@ -56,7 +59,7 @@ Status add_row_bias(float* x, const float* bias, int64_t rows, int64_t cols, int
   const int64_t col_blocks = (cols + kThreads - 1) / kThreads;
   if (col_blocks > 0x7fffffff) return make_error(StatusCode::kInvalidArgument, "cuda add_row_bias: rows too long");
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
-  add_row_bias_kernel<<<grid, kThreads, 0, stream>>>(x, bias, rows, cols, stride);
+  launch_chained(add_row_bias_kernel, grid, kThreads, 0, stream, x, bias, rows, cols, stride);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

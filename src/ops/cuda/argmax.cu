@@ -1,5 +1,6 @@
 // Row-wise argmax for greedy sampling: one block per row; NaN skipped, ties to the lowest index, -1 for a
 // row without a comparable entry (like ref::argmax).
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/norm_rope.h"
 
@@ -17,6 +18,7 @@ __device__ __forceinline__ void better(float& v, int32_t& i, float v2, int32_t i
 
 // x: [rows, n] f32; idx: [rows] int32.
 __global__ void argmax_kernel(const float* __restrict__ x, int64_t n, int32_t* __restrict__ idx) {
+  chain_in();
   __shared__ float sv[32];
   __shared__ int32_t si[32];
   const float* xr = x + blockIdx.x * n;
@@ -56,7 +58,7 @@ Status argmax_rows(const float* x, int64_t rows, int64_t n, int32_t* idx, cudaSt
   if (n > INT32_MAX || rows > INT32_MAX) {
     return make_error(StatusCode::kOutOfRange, "cuda argmax_rows: too many columns or rows for int32");
   }
-  argmax_kernel<<<static_cast<unsigned>(rows), 1024, 0, stream>>>(x, n, idx);
+  launch_chained(argmax_kernel, static_cast<unsigned>(rows), 1024, 0, stream, x, n, idx);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

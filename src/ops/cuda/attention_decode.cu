@@ -15,6 +15,7 @@
 
 #include "ops/cuda/attention_kernels.h"
 #include "ops/cuda/attention_tiles.cuh"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -104,6 +105,7 @@ __device__ __forceinline__ void store_tile(__half* ks, __half* vs, const uint4 (
 
 template <int D>
 __global__ void __launch_bounds__(kThreads, 2) split_attention_kernel(const SplitAttentionArgs a) {
+  chain_in();
   using T = Tile<D>;
   extern __shared__ __align__(16) unsigned char smem[];
   const int32_t split = blockIdx.x, g = blockIdx.y;
@@ -258,6 +260,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float2* 
                                                                   const float* __restrict__ part_acc,
                                                                   int32_t n_splits, int64_t n_rows,
                                                                   float* __restrict__ out) {
+  chain_in();
   constexpr int kVec = D / 4;             // float4 per row
   constexpr int kPer = (kVec + 31) / 32;  // float4 a lane owns: lane + 32 k below kVec
   __shared__ float weight_s[kCombineMaxSplits];
@@ -348,8 +351,8 @@ Status combine(const SplitAttentionArgs& a, cudaStream_t stream) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: more key splits than the combine holds");
   }
   const int64_t n_rows = static_cast<int64_t>(a.layout.n_tokens) * a.n_head;
-  combine_kernel<D><<<static_cast<unsigned>(n_rows), kCombineThreads, 0, stream>>>(a.part_ml, a.part_acc, a.n_splits,
-                                                                                   n_rows, a.out);
+  launch_chained(combine_kernel<D>, static_cast<unsigned>(n_rows), kCombineThreads, 0, stream, a.part_ml, a.part_acc,
+                 a.n_splits, n_rows, a.out);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

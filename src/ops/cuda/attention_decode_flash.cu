@@ -13,6 +13,7 @@
 
 #include "ops/cuda/attention_kernels.h"
 #include "ops/cuda/attention_tiles.cuh"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -66,6 +67,7 @@ __host__ __device__ Layout layout_for(int32_t n_queries, int32_t n_rows) {
 
 template <int D>
 __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const SplitAttentionArgs a) {
+  chain_in();
   using G = Geo<D>;
   extern __shared__ __align__(16) unsigned char smem[];
   const int32_t split = blockIdx.x, g = blockIdx.y;

@@ -23,6 +23,7 @@
 
 #include "ops/cuda/attention_kernels.h"
 #include "ops/cuda/attention_tiles.cuh"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -53,6 +54,7 @@ struct Geo {
 
 template <int D, int MT>
 __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttentionArgs a) {
+  chain_in();
   using G = Geo<D, MT>;
   constexpr int R = G::kRows;
   extern __shared__ __align__(16) unsigned char smem[];

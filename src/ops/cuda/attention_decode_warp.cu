@@ -21,6 +21,7 @@
 
 #include "ops/cuda/attention_kernels.h"
 #include "ops/cuda/attention_tiles.cuh"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -55,6 +56,7 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
 // NQ: query heads per KV head rounded up to a power of two (the real group is a.group <= NQ).
 template <int D, int NQ>
 __global__ void __launch_bounds__(kThreads) warp_decode_attention_kernel(const SplitAttentionArgs a) {
+  chain_in();
   using G = WarpGeo<D>;
   constexpr int LPK = G::kLanesPerKey;
   __shared__ RowInfo row_s[1];

@@ -15,6 +15,7 @@
 
 #include "ops/cuda/attention_kernels.h"
 #include "ops/cuda/attention_tiles.cuh"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -39,6 +40,7 @@ static_assert(Geo<128>::kKv == MmaTile<128, kKeys>::kKv && Geo<80>::kStride == M
 // (Asking for two paired blocks per SM caps registers at 128 and spills in the inner loop at head_dim 128.)
 template <int D, int HPB>
 __global__ void __launch_bounds__(kThreads * HPB) tiled_attention_kernel(const SplitAttentionArgs a) {
+  chain_in();
   using G = Geo<D, HPB>;
   constexpr int NT = kThreads * HPB;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -109,7 +111,7 @@ Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
   static std::atomic<uint64_t> smem_set{0};
   SAKER_RETURN_IF_ERROR(allow_dynamic_smem(tiled_attention_kernel<D, HPB>, Geo<D, HPB>::kSmem, &smem_set));
   const dim3 grid(static_cast<unsigned>(a.n_head / HPB), static_cast<unsigned>(n_tiles));
-  tiled_attention_kernel<D, HPB><<<grid, kThreads * HPB, Geo<D, HPB>::kSmem, stream>>>(a);
+  launch_chained(tiled_attention_kernel<D, HPB>, grid, kThreads * HPB, Geo<D, HPB>::kSmem, stream, a);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

@@ -11,6 +11,7 @@
 
 #include "ops/cuda/attention_kernels.h"
 #include "ops/cuda/attention_tiles.cuh"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -34,6 +35,7 @@ static_assert(Geo<128>::kKv == MmaTile<128, kKeys>::kKv && Geo<80>::kStride == M
 
 template <int D>
 __global__ void __launch_bounds__(kThreads) verify_attention_kernel(const SplitAttentionArgs a) {
+  chain_in();
   using G = Geo<D>;
   extern __shared__ __align__(16) unsigned char smem[];
   __half* qs = reinterpret_cast<__half*>(smem);

@@ -1,4 +1,5 @@
 // Embedding lookup on the device: rows of a DeviceMatrix (any supported dtype) dequantised to f32.
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/matmul_internal.cuh"
 
@@ -16,7 +17,8 @@ __global__ void __launch_bounds__(kThreads)
                      int64_t row_bytes, int64_t n_vocab, int64_t n_embd, DType type,
                      const int32_t* __restrict__ tokens,  // [n]
                      float scale,
-                     float* __restrict__ out) {           // [n, n_embd] f32
+                     float* __restrict__ out) {  // [n, n_embd] f32
+  chain_in();
   const int64_t t = blockIdx.x;
   const int32_t id = tokens[t];
   float* o = out + t * n_embd;
@@ -54,8 +56,9 @@ Status embedding(const DeviceMatrix& table, const int32_t* tokens, int64_t n, fl
   const int64_t rb = detail::matrix_row_bytes(table);
   const bool known = detail::visit_dtype(table.type, [&](auto fmt) {
     using F = decltype(fmt);
-    embedding_kernel<F><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(
-        static_cast<const uint8_t*>(table.data), rb, table.n_out, table.n_in, table.type, tokens, scale, out);
+    launch_chained(embedding_kernel<F>, static_cast<unsigned>(n), kThreads, 0, stream,
+                   static_cast<const uint8_t*>(table.data), rb, table.n_out, table.n_in, table.type, tokens, scale,
+                   out);
   });
   if (!known) return make_error(StatusCode::kUnsupported, "cuda embedding: table dtype not supported");
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());

@@ -1,5 +1,6 @@
 // Gated units of the feed-forward block: out = act(gate) * up, elementwise, one thread per element of a
 // grid-stride loop over [n_tokens, n] (gate/up rows may be halves of one fused gate|up row).
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/norm_rope.h"
 
@@ -21,6 +22,7 @@ struct GeluTanh {
 template <typename Act>
 __global__ void gated_kernel(const float* gate, const float* up, int64_t in_stride, float* out, int64_t n_tokens,
                              int64_t n) {
+  chain_in();
   const int64_t total = n_tokens * n, stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total; e += stride) {
     const int64_t t = e / n, i = e - t * n;
@@ -35,7 +37,8 @@ Status launch(const float* gate, const float* up, int64_t in_stride, float* out,
   if (in_stride < n) return make_error(StatusCode::kInvalidArgument, std::string(name) + ": in_stride below n");
   constexpr int kThreads = 256;
   const int64_t blocks = std::min<int64_t>((n_tokens * n + kThreads - 1) / kThreads, 132 * 32);
-  gated_kernel<Act><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gate, up, in_stride, out, n_tokens, n);
+  launch_chained(gated_kernel<Act>, static_cast<unsigned>(blocks), kThreads, 0, stream, gate, up, in_stride, out,
+                 n_tokens, n);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

@@ -1,3 +1,4 @@
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/gather_rows.h"
 
@@ -7,6 +8,7 @@ namespace {
 // One block per output row; rows are n floats (n_embd), so a block-stride loop over float4 when aligned.
 __global__ void gather_rows_kernel(const float* __restrict__ x, const int32_t* __restrict__ rows, int64_t n,
                                    float* __restrict__ out) {
+  chain_in();
   const int64_t r = rows[blockIdx.x];
   const float* src = x + r * n;
   float* dst = out + static_cast<int64_t>(blockIdx.x) * n;
@@ -24,7 +26,7 @@ __global__ void gather_rows_kernel(const float* __restrict__ x, const int32_t* _
 Status gather_rows(const float* x, const int32_t* rows, int64_t n_rows, int64_t n, float* out, cudaStream_t stream) {
   if (n_rows <= 0 || n <= 0) return {};
   if (n_rows > 2147483647LL) return make_error(StatusCode::kInvalidArgument, "gather_rows: too many rows");
-  gather_rows_kernel<<<static_cast<unsigned>(n_rows), 256, 0, stream>>>(x, rows, n, out);
+  launch_chained(gather_rows_kernel, static_cast<unsigned>(n_rows), 256, 0, stream, x, rows, n, out);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

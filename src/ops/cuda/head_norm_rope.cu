@@ -1,6 +1,7 @@
 // Per-head RMSNorm + RoPE, fused: one block per token. The block first builds the token's cos/sin table
 // (angles in double: at positions in the tens of thousands a float angle is off by ~1e-3 rad), then each
 // warp normalises and rotates whole heads, so every head of the token shares one table.
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/norm_rope.h"
 #include "ops/cuda/norm_rope.cuh"
@@ -19,6 +20,7 @@ __global__ void head_norm_rope_kernel(float* x, int64_t token_stride, int32_t n_
                                       const float* __restrict__ norm_w, float eps, float bias,
                                       const int32_t* __restrict__ positions, bool neox, int32_t n_rot,
                                       float theta_base, float freq_scale, const float* __restrict__ freq_factors) {
+  chain_in();
   __shared__ float2 cs[kMaxHeadDim / 2];
   __shared__ float row[kWarps][kMaxHeadDim];
   const int64_t t = blockIdx.x;
@@ -53,9 +55,9 @@ Status head_norm_rope(float* x, int64_t n_tokens, int64_t token_stride, int32_t 
   if (!(rope.theta_base > 0.0f) || !(rope.freq_scale > 0.0f) || !(eps >= 0.0f)) {
     return make_error(StatusCode::kInvalidArgument, "cuda head_norm_rope: theta_base and freq_scale must be > 0");
   }
-  head_norm_rope_kernel<<<static_cast<unsigned>(n_tokens), kThreads, 0, stream>>>(
-      x, token_stride, n_head, head_dim, norm_w, eps, add_one ? 1.0f : 0.0f, positions, rope.neox, n_rot,
-      rope.theta_base, rope.freq_scale, rope.freq_factors);
+  launch_chained(head_norm_rope_kernel, static_cast<unsigned>(n_tokens), kThreads, 0, stream, x, token_stride, n_head,
+                 head_dim, norm_w, eps, add_one ? 1.0f : 0.0f, positions, rope.neox, n_rot, rope.theta_base,
+                 rope.freq_scale, rope.freq_factors);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

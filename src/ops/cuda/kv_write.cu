@@ -1,6 +1,7 @@
 // Writes this step's K/V rows into the paged f16 cache: one block per token, threads over its
 // n_head_kv * head_dim elements. __float2half_rn rounds to nearest even, like the host conversion.
 #include "ops/cuda/attention.h"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda {
@@ -11,6 +12,7 @@ namespace {
 __global__ void kv_write_kernel(const float* __restrict__ k, const float* __restrict__ v, int64_t token_stride,
                                 __half* __restrict__ k_cache, __half* __restrict__ v_cache, const int32_t* p,
                                 PackedAttentionLayout L, int32_t block_size, int32_t row_elems) {
+  chain_in();
   const int32_t t = blockIdx.x;
   const int32_t seq = p[L.token_seq + t], slot = p[L.token_slot + t];
   const int64_t dst = attn_cache_row(p, L, seq, slot, block_size) * row_elems;
@@ -31,9 +33,8 @@ Status kv_write(const float* k, const float* v, int64_t token_stride, __half* k_
   if (n_head_kv <= 0 || head_dim <= 0 || token_stride < row_elems || batch.block_size <= 0) {
     return make_error(StatusCode::kInvalidArgument, "cuda kv_write: bad n_head_kv, head_dim, token_stride or block_size");
   }
-  kv_write_kernel<<<static_cast<unsigned>(n_tokens), 256, 0, stream>>>(k, v, token_stride, k_cache, v_cache,
-                                                                      batch.data, batch.layout, batch.block_size,
-                                                                      row_elems);
+  launch_chained(kv_write_kernel, static_cast<unsigned>(n_tokens), 256, 0, stream, k, v, token_stride, k_cache, v_cache,
+                 batch.data, batch.layout, batch.block_size, row_elems);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

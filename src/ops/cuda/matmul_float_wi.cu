@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/float_mma_layout.h"
@@ -45,6 +46,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                            int rows,
                            float* __restrict__ out,  // [rows, out_stride] f32
                            int64_t out_stride, int accumulate) {
+  chain_in_late();
   using St = Stage<MT, NT, kXf32>;
   constexpr int kRingSlots = kWarps * S * St::kSlots * 32;
   constexpr int kRedFloats = kWarps * MT * NT * 4 * 32;
@@ -176,8 +178,8 @@ Status launch_for(const DeviceMatrix& w, const float* x, int64_t rows, float* ou
     constexpr int MT = decltype(mt_c)::value, NT = decltype(nt_c)::value, S = decltype(s_c)::value;
     constexpr bool kXf32 = decltype(xf32_c)::value;
     const int64_t blocks = (w.n_out + 16 * MT - 1) / (16 * MT);
-    matmul_float_wi_kernel<kBf16, MT, NT, S, kXf32><<<static_cast<unsigned>(blocks), kWarps * 32, 0, stream>>>(
-        wp, w.n_out, w.n_in, xin, r, out, out_stride, acc);
+    launch_chained(matmul_float_wi_kernel<kBf16, MT, NT, S, kXf32>, static_cast<unsigned>(blocks), kWarps * 32, 0,
+                   stream, wp, w.n_out, w.n_in, xin, r, out, out_stride, acc);
   };
   using std::integral_constant;
   using I1 = integral_constant<int, 1>;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/env.h"
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
 
@@ -23,6 +24,7 @@ constexpr int kQuantWarps = 8;
 __global__ void __launch_bounds__(kQuantWarps * 32)
     kx_quantize_kernel(const float* __restrict__ x, int8_t* __restrict__ xq, KxBlock* __restrict__ kx, int64_t n_blk,
                        int64_t n_in, int64_t n_row_blocks) {
+  chain_in();
   const int64_t blk = static_cast<int64_t>(blockIdx.x) * kQuantWarps + (threadIdx.x >> 5);
   if (blk >= n_blk) return;  // whole warp
   const int64_t r = blk / n_row_blocks, b = blk - r * n_row_blocks;
@@ -68,8 +70,8 @@ Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, flo
   const int64_t n_row_blocks = (w.n_in + kq::kBlock - 1) / kq::kBlock;
   const int64_t n_blocks_total = rows * n_row_blocks;
   if (n_blocks_total > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: x too large");
-  kx_quantize_kernel<<<static_cast<unsigned>((n_blocks_total + kQuantWarps - 1) / kQuantWarps), kQuantWarps * 32, 0,
-                       stream>>>(x, xq, kx, n_blocks_total, w.n_in, n_row_blocks);
+  launch_chained(kx_quantize_kernel, static_cast<unsigned>((n_blocks_total + kQuantWarps - 1) / kQuantWarps),
+                 kQuantWarps * 32, 0, stream, x, xq, kx, n_blocks_total, w.n_in, n_row_blocks);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return launch_kq_quantized(w, xq, kx, rows, out, out_stride, accumulate, stream);
 }

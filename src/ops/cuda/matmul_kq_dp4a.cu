@@ -12,6 +12,7 @@
 
 #include <type_traits>
 
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/q8_dot.h"
@@ -115,11 +116,15 @@ __global__ void __launch_bounds__(kWarps * 32)
                    const int8_t* __restrict__ xq,     // [rows, n_in] codes
                    const KxBlock* __restrict__ kx,    // [rows, n_blocks]
                    int64_t n_in, int rows, float* __restrict__ out, int64_t out_stride, int accumulate) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kWarps;  // the block's rows: first .. first + 3
+  if (threadIdx.x == 0)
+    prefetch_weights_l2(w + first * row_bytes, (n_out - first < kWarps ? n_out - first : kWarps) * row_bytes);
+  chain_in();
   using F = Dp4aFmt<T>;
   using WUnit = decltype(F::load(w, 0));
   using XUnit = decltype(load_x(WUnit{}, xq, kx));
   const int lane = threadIdx.x & 31, grp = lane >> 3, unit = lane & 7;
-  const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  const int64_t o = first + (threadIdx.x >> 5);
   if (o >= n_out) return;  // whole warp
   const uint8_t* wr = w + o * row_bytes;
   const unsigned gmask = 0xFFu << (8 * grp);  // the group's lanes: they run the same blocks
@@ -209,9 +214,8 @@ Status launch_dp4a_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* k
   const int n_blocks = static_cast<int>(w.n_in / kq::kBlock);
   auto launch = [&](auto r) {
     constexpr int R = decltype(r)::value;
-    kq_dp4a_kernel<T, R><<<static_cast<unsigned>(blocks), kWarps * 32, 0, stream>>>(
-        wp, matrix_row_bytes(w), w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), out, out_stride,
-        accumulate ? 1 : 0);
+    launch_chained(kq_dp4a_kernel<T, R>, static_cast<unsigned>(blocks), kWarps * 32, 0, stream, wp, matrix_row_bytes(w),
+                   w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), out, out_stride, accumulate ? 1 : 0);
   };
   static_assert(kKqDp4aMaxRows <= 2, "row tiles of the dp4a kernel");
   if (rows == 1) launch(std::integral_constant<int, 1>{});

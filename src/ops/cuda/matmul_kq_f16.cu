@@ -28,6 +28,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_f16_layout.h"
@@ -232,6 +233,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                   int64_t n_in, int rows,
                   float* __restrict__ out,  // [rows, out_stride] f32
                   int64_t out_stride, int accumulate) {
+  chain_in_late();
   constexpr int kTiles = kWarps / KS;  // m-tiles a block
   constexpr int kTileBytes = 16 * F::kRowStride;
   static_assert(kWarps * NT * 4 * 32 * 4 <= kSmemBytes<F, S>, "the reduction reuses the ring");
@@ -340,9 +342,9 @@ Status launch(const DeviceMatrix& w, const void* x, int rows, float* out, int64_
   static_assert(kSmem <= 48 * 1024, "no opt-in to more shared memory: launchable on every device and in a capture");
   constexpr int kRowsPerBlock = 16 * (kWarps / KS);
   const int64_t blocks = (w.n_out + kRowsPerBlock - 1) / kRowsPerBlock;
-  kq_f16_kernel<F, KS, NT, S, kXf32><<<static_cast<unsigned>(blocks), kWarps * 32, kSmem, stream>>>(
-      static_cast<const uint8_t*>(w.data), matrix_row_bytes(w), w.n_out, static_cast<int>(w.n_in / 256), x, w.n_in,
-      rows, out, out_stride, accumulate ? 1 : 0);
+  launch_chained(kq_f16_kernel<F, KS, NT, S, kXf32>, static_cast<unsigned>(blocks), kWarps * 32, kSmem, stream,
+                 static_cast<const uint8_t*>(w.data), matrix_row_bytes(w), w.n_out, static_cast<int>(w.n_in / 256), x,
+                 w.n_in, rows, out, out_stride, accumulate ? 1 : 0);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

@@ -34,6 +34,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
@@ -342,6 +343,7 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
                   int64_t n_in, int rows, int n_groups, int n_units, float* __restrict__ out,
                   int64_t out_stride, int accumulate,
                   int tail_subs) {  // 32-element sub-blocks of a row's last block (8 if whole)
+  chain_in_late();
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   uint8_t* stages = smem + warp * (kStages * kStageBytes<F>);
@@ -495,9 +497,9 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     if (n_units > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
     SAKER_ASSIGN_OR_RETURN(const int64_t resident, (persistent_blocks<F, NT, S>(device)));
     const int64_t grid = n_units < resident ? n_units : resident;
-    kq_mma_kernel<F, NT, S><<<static_cast<unsigned>(grid), kKqWarps * 32, kSmemBytes<F, NT, S>, stream>>>(
-        wp, rb, w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), n_groups, static_cast<int>(n_units), out,
-        out_stride, accumulate ? 1 : 0, tail_subs);
+    launch_chained(kq_mma_kernel<F, NT, S>, static_cast<unsigned>(grid), kKqWarps * 32, kSmemBytes<F, NT, S>, stream,
+                   wp, rb, w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), n_groups,
+                   static_cast<int>(n_units), out, out_stride, accumulate ? 1 : 0, tail_subs);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };

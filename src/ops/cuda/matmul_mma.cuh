@@ -16,6 +16,7 @@
 
 #include <type_traits>
 
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/matmul_internal.cuh"
 #include "ops/cuda/mma_f16.cuh"
@@ -34,6 +35,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
                       int64_t n_in, int rows,         // rows <= 8 * NT
                       float* __restrict__ out,        // [rows, out_stride] f32
                       int64_t out_stride, int accumulate) {
+  chain_in_late();
   using namespace mma;
   constexpr int kTileHalves = kTileRows * kTilePitch;
   // Per-warp decode tiles; reused for the cross-warp reduction at the end.
@@ -163,8 +165,8 @@ Status launch_mma_for(const DeviceMatrix& w, const float* x, int64_t rows, float
   const int r = static_cast<int>(rows), acc = accumulate ? 1 : 0;
   auto launch = [&](auto tiles) {
     constexpr int NT = decltype(tiles)::value;
-    matmul_mma_kernel<F, kBf16, NT><<<static_cast<unsigned>(blocks), kMmaWarps * 32, 0, stream>>>(
-        wp, rb, w.n_out, n_steps, x, w.n_in, r, out, out_stride, acc);
+    launch_chained(matmul_mma_kernel<F, kBf16, NT>, static_cast<unsigned>(blocks), kMmaWarps * 32, 0, stream, wp, rb,
+                   w.n_out, n_steps, x, w.n_in, r, out, out_stride, acc);
   };
   if (rows <= 8) launch(std::integral_constant<int, 1>{});
   else if (rows <= 16) launch(std::integral_constant<int, 2>{});

@@ -11,6 +11,7 @@
 // writes (or adds to) the output.
 #include <type_traits>
 
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/matmul_internal.cuh"
 
@@ -39,22 +40,25 @@ __global__ void __launch_bounds__(kFastWarps * 32)
                        int64_t out_stride, int accumulate) {
   const int lane = threadIdx.x & 31;
   const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kFastWarps + (threadIdx.x >> 5)) * NR;
-  if (o0 >= n_out) return;  // whole warp leaves together
   const uint8_t* wrow[NR];
 #pragma unroll
   for (int n = 0; n < NR; ++n) {
     // Rows past n_out re-read the last row (results discarded) so the inner loop has no branches.
     wrow[n] = w + (o0 + n < n_out ? o0 + n : n_out - 1) * row_bytes;
   }
-  // Ask L2 for the warp's whole weight rows up front (a hint; no data dependence). The unit loop below is a
-  // chain of dependent load -> FMA iterations per lane; with the rows already on their way to L2 only its
-  // first iteration waits for DRAM.
+  // Ask L2 for the warp's whole weight rows up front (a hint; no data dependence), before waiting for the
+  // kernel before this one (chained_launch.cuh). The unit loop below is a chain of dependent load -> FMA
+  // iterations per lane; with the rows already on their way to L2 only its first iteration waits for DRAM.
+  if (o0 < n_out) {
 #pragma unroll
-  for (int n = 0; n < NR; ++n) {
-    for (int64_t off = static_cast<int64_t>(lane) * 128; off < row_bytes; off += 32 * 128) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow[n] + off));
+    for (int n = 0; n < NR; ++n) {
+      for (int64_t off = static_cast<int64_t>(lane) * 128; off < row_bytes; off += 32 * 128) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow[n] + off));
+      }
     }
   }
+  chain_in();
+  if (o0 >= n_out) return;  // whole warp leaves together
   for (int64_t t0 = 0; t0 < rows; t0 += R) {
     const int nt = rows - t0 < R ? static_cast<int>(rows - t0) : R;
     const float* xt = x + t0 * n_in;
@@ -123,8 +127,8 @@ Status launch_fast_for(const DeviceMatrix& w, const float* x, int64_t rows, floa
     const int64_t rows_per_block = static_cast<int64_t>(kFastWarps) * kRowsPerWarp<R>;
     const int64_t blocks = (w.n_out + rows_per_block - 1) / rows_per_block;
     if (blocks > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-    matvec_fast_kernel<F, R><<<static_cast<unsigned>(blocks), kFastWarps * 32, 0, stream>>>(
-        wp, rb, w.n_out, n_units, x, w.n_in, rows, out, out_stride, acc);
+    launch_chained(matvec_fast_kernel<F, R>, static_cast<unsigned>(blocks), kFastWarps * 32, 0, stream, wp, rb, w.n_out,
+                   n_units, x, w.n_in, rows, out, out_stride, acc);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };

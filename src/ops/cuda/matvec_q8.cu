@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "core/env.h"
-
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/matmul_internal.cuh"
 #include "ops/cuda/q8_dot.h"
@@ -23,6 +23,7 @@ constexpr int kQ8Warps = 4;  // warps (output rows) per block
 __global__ void __launch_bounds__(256)
     quantize_x_q8_kernel(const float* __restrict__ x, int64_t n_total, int8_t* __restrict__ xq,
                          q8::XBlock* __restrict__ xs) {
+  chain_in();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
   const float v = i < n_total ? x[i] : 0.0f;
   float amax = fabsf(v);
@@ -79,10 +80,16 @@ __global__ void __launch_bounds__(kQ8Warps * 32)
                      const q8::XBlock* __restrict__ xs,  // [rows, n_in / 32]
                      int64_t n_in, int rows,
                      float* __restrict__ out, int64_t out_stride, int accumulate) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kQ8Warps * NO;  // the block's first output row
+  if (threadIdx.x == 0) {
+    prefetch_weights_l2(w + first * row_bytes,
+                        (n_out - first < kQ8Warps * NO ? n_out - first : kQ8Warps * NO) * row_bytes);
+  }
+  chain_in();
   using F = Q8Fmt<T>;
   using WUnit = decltype(F::load(w, 0));
   const int lane = threadIdx.x & 31;
-  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kQ8Warps + (threadIdx.x >> 5)) * NO;
+  const int64_t o0 = first + (threadIdx.x >> 5) * NO;
   if (o0 >= n_out) return;  // whole warp leaves together
   // A last warp past n_out re-reads row n_out - 1 for its missing rows and writes none of them.
   const uint8_t* wrow[NO];
@@ -163,8 +170,8 @@ Status launch_for(const DeviceMatrix& w, const int8_t* xq, const q8::XBlock* xs,
     const int64_t rows_per_block = int64_t{kQ8Warps} * NO;
     const int64_t blocks = (w.n_out + rows_per_block - 1) / rows_per_block;
     if (blocks > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-    matvec_q8_kernel<T, R, NO><<<static_cast<unsigned>(blocks), kQ8Warps * 32, 0, stream>>>(
-        wp, rb, w.n_out, n_units, xq, xs, w.n_in, static_cast<int>(rows), out, out_stride, accumulate ? 1 : 0);
+    launch_chained(matvec_q8_kernel<T, R, NO>, static_cast<unsigned>(blocks), kQ8Warps * 32, 0, stream, wp, rb, w.n_out,
+                   n_units, xq, xs, w.n_in, static_cast<int>(rows), out, out_stride, accumulate ? 1 : 0);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };
@@ -196,7 +203,7 @@ bool matvec_q8_supported(const DeviceMatrix& w, const float* x, int64_t rows, in
 Status launch_matvec_q8(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
                         bool accumulate, int8_t* xq, q8::XBlock* xs, cudaStream_t stream) {
   const int64_t n_total = rows * w.n_in;  // a multiple of 256
-  quantize_x_q8_kernel<<<static_cast<unsigned>(n_total / 256), 256, 0, stream>>>(x, n_total, xq, xs);
+  launch_chained(quantize_x_q8_kernel, static_cast<unsigned>(n_total / 256), 256, 0, stream, x, n_total, xq, xs);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   switch (w.type) {
     case DType::kQ4_K: return launch_for<DType::kQ4_K>(w, xq, xs, rows, out, out_stride, accumulate, stream);

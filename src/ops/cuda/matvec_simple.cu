@@ -1,5 +1,6 @@
 // The reference CUDA matmul kernel (any dtype, any n_in, any row count) and the element-wise passes of the
 // prefill path: quantized weights dequantised to f16, activations converted to f16/bf16.
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/matmul_internal.cuh"
 
@@ -19,6 +20,7 @@ __global__ void __launch_bounds__(kSimpleThreads)
                          int64_t n_in,
                          float* __restrict__ out,        // [rows, out_stride] f32
                          int64_t out_stride, int accumulate) {
+  chain_in();
   const int64_t o = blockIdx.x;
   const int64_t t = blockIdx.y;
   const uint8_t* row = w + o * row_bytes;
@@ -59,7 +61,8 @@ template <class F>
 __global__ void __launch_bounds__(128)
     dequantize_f16_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes], rows from row0
                           int64_t row_bytes, int64_t n_in, int64_t n_rows,
-                          __half* __restrict__ dst) {     // [n_rows, n_in] f16
+                          __half* __restrict__ dst) {  // [n_rows, n_in] f16
+  chain_in();
   const int64_t n_units = n_in / 32;
   const int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (u >= n_units) return;
@@ -87,12 +90,14 @@ __global__ void __launch_bounds__(128)
 }
 
 __global__ void convert_f16_kernel(const float* __restrict__ src, int64_t n, __half* __restrict__ dst) {
+  chain_in();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     dst[i] = __float2half_rn(src[i]);
   }
 }
 __global__ void convert_bf16_kernel(const float* __restrict__ src, int64_t n, __nv_bfloat16* __restrict__ dst) {
+  chain_in();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     dst[i] = __float2bfloat16_rn(src[i]);
@@ -117,9 +122,8 @@ Status launch_matvec_simple(const DeviceMatrix& w, const float* x, int64_t rows,
     const dim3 grid(static_cast<unsigned>(w.n_out), static_cast<unsigned>(nt));
     const bool known = visit_dtype(w.type, [&](auto fmt) {
       using F = decltype(fmt);
-      matvec_simple_kernel<F><<<grid, kSimpleThreads, 0, stream>>>(static_cast<const uint8_t*>(w.data), rb, w.type,
-                                                                  x + t0 * w.n_in, w.n_in, out + t0 * out_stride,
-                                                                  out_stride, accumulate ? 1 : 0);
+      launch_chained(matvec_simple_kernel<F>, grid, kSimpleThreads, 0, stream, static_cast<const uint8_t*>(w.data), rb,
+                     w.type, x + t0 * w.n_in, w.n_in, out + t0 * out_stride, out_stride, accumulate ? 1 : 0);
     });
     if (!known) return make_error(StatusCode::kUnsupported, "cuda matmul: weight dtype not supported");
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
@@ -140,7 +144,7 @@ Status launch_dequantize_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(n_rows < 65535 ? n_rows : 65535));
   const bool known = visit_dtype(w.type, [&](auto fmt) {
     using F = decltype(fmt);
-    dequantize_f16_kernel<F><<<grid, kThreads, 0, stream>>>(src, rb, w.n_in, n_rows, dst);
+    launch_chained(dequantize_f16_kernel<F>, grid, kThreads, 0, stream, src, rb, w.n_in, n_rows, dst);
   });
   if (!known) return make_error(StatusCode::kUnsupported, "cuda matmul: weight dtype not supported");
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
@@ -151,9 +155,9 @@ Status launch_convert_f32(const float* src, int64_t n, DType to, void* dst, cuda
   constexpr int kThreads = 256;
   const unsigned grid = grid_for(n, kThreads);
   if (to == DType::kF16) {
-    convert_f16_kernel<<<grid, kThreads, 0, stream>>>(src, n, static_cast<__half*>(dst));
+    launch_chained(convert_f16_kernel, grid, kThreads, 0, stream, src, n, static_cast<__half*>(dst));
   } else if (to == DType::kBF16) {
-    convert_bf16_kernel<<<grid, kThreads, 0, stream>>>(src, n, static_cast<__nv_bfloat16*>(dst));
+    launch_chained(convert_bf16_kernel, grid, kThreads, 0, stream, src, n, static_cast<__nv_bfloat16*>(dst));
   } else {
     return make_error(StatusCode::kInvalidArgument, "cuda matmul: convert_f32 targets f16 or bf16");
   }

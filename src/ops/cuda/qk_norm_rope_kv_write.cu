@@ -3,6 +3,7 @@
 // heads of the fused row (q heads, k heads, v heads in row order). Few tokens: one head per warp, so a
 // decode step spreads its heads over many blocks instead of one; many tokens: a block covers every head
 // of its token and the table is built once per token.
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/norm_rope.cuh"
 #include "ops/cuda/qk_norm_rope_kv_write.h"
@@ -23,6 +24,7 @@ __global__ void __launch_bounds__(kThreads)
                                  float freq_scale, const float* __restrict__ freq_factors, __half* __restrict__ k_cache,
                                  __half* __restrict__ v_cache, const int32_t* __restrict__ p, PackedAttentionLayout L,
                                  int32_t block_size) {
+  chain_in();
   __shared__ float2 cs[kMaxHeadDim / 2];
   __shared__ float rowbuf[kWarps][kMaxHeadDim];
   const int64_t t = blockIdx.x;
@@ -89,10 +91,10 @@ Status qk_norm_rope_kv_write(float* qkv, int64_t token_stride, int32_t n_head, i
   // Few tokens: one head per warp over many blocks; many: one block per token (one table per token).
   const int32_t heads_per_block = n_tokens < 64 ? kWarps : n_all;
   const dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>((n_all + heads_per_block - 1) / heads_per_block));
-  qk_norm_rope_kv_write_kernel<<<grid, kThreads, 0, stream>>>(
-      qkv, token_stride, n_head, n_head_kv, head_dim, heads_per_block, q_norm_w, k_norm_w, eps, add_one ? 1.0f : 0.0f,
-      positions, rope.neox, n_rot, rope.theta_base, rope.freq_scale, rope.freq_factors, k_cache, v_cache, batch.data,
-      batch.layout, batch.block_size);
+  launch_chained(qk_norm_rope_kv_write_kernel, grid, kThreads, 0, stream, qkv, token_stride, n_head, n_head_kv,
+                 head_dim, heads_per_block, q_norm_w, k_norm_w, eps, add_one ? 1.0f : 0.0f, positions, rope.neox, n_rot,
+                 rope.theta_base, rope.freq_scale, rope.freq_factors, k_cache, v_cache, batch.data, batch.layout,
+                 batch.block_size);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

@@ -1,5 +1,6 @@
 // RMSNorm over rows: one block per row. The row is read twice (sum of squares, then the scaled write);
 // the second read hits L1/L2 for the row sizes of a decoder (<= 8192 floats = 32 KB).
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/matmul.h"
@@ -16,6 +17,7 @@ using detail::kq_quantize_warp;
 template <bool kVec4, bool kQuant = false>
 __global__ void rms_norm_kernel(const float* x, const float* __restrict__ w, float* out, int64_t n, float eps,
                                 bool add_one, int8_t* __restrict__ xq = nullptr, kq::KxBlock* __restrict__ kx = nullptr) {
+  chain_in();
   __shared__ float scratch[32];
   const float* xr = x + blockIdx.x * n;
   float* yr = out + blockIdx.x * n;
@@ -67,9 +69,11 @@ Status rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_
   // Enough threads that each holds a few float4s of an 8192-wide row; fewer for short rows.
   const int threads = n >= 4096 ? 1024 : n >= 1024 ? 256 : 128;
   if (vec) {
-    rms_norm_kernel<true><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, out, n, eps, add_one);
+    launch_chained(rms_norm_kernel<true>, static_cast<unsigned>(rows), threads, 0, stream, x, w, out, n, eps, add_one,
+                   nullptr, nullptr);
   } else {
-    rms_norm_kernel<false><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, out, n, eps, add_one);
+    launch_chained(rms_norm_kernel<false>, static_cast<unsigned>(rows), threads, 0, stream, x, w, out, n, eps, add_one,
+                   nullptr, nullptr);
   }
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
@@ -88,9 +92,11 @@ Status rms_norm_quantized(MatmulContext& ctx, const float* x, const float* w, fl
   const int threads = n >= 4096 ? 1024 : n >= 1024 ? 256 : 128;
   auto* kx = reinterpret_cast<kq::KxBlock*>(q8.xs);
   if (vec) {
-    rms_norm_kernel<true, true><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, out, n, eps, false, q8.xq, kx);
+    launch_chained(rms_norm_kernel<true, true>, static_cast<unsigned>(rows), threads, 0, stream, x, w, out, n, eps,
+                   false, q8.xq, kx);
   } else {
-    rms_norm_kernel<false, true><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, out, n, eps, false, q8.xq, kx);
+    launch_chained(rms_norm_kernel<false, true>, static_cast<unsigned>(rows), threads, 0, stream, x, w, out, n, eps,
+                   false, q8.xq, kx);
   }
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};

@@ -7,6 +7,7 @@
 // NaN is never chosen; a row of fewer than k comparable entries fills the rest with id -1.
 #include <cfloat>
 
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/top_k.h"
 
@@ -37,6 +38,7 @@ __device__ __forceinline__ void merge_lse(float& m, float& l, float m2, float l2
 
 __global__ void top_k_kernel(const float* __restrict__ x, int64_t n, int k, int32_t* __restrict__ ids,
                              float* __restrict__ logprobs) {
+  chain_in();
   __shared__ float s_m[kThreads / 32], s_l[kThreads / 32];
   __shared__ float s_v[kThreads / 32];
   __shared__ int32_t s_i[kThreads / 32], s_owner[kThreads / 32];
@@ -132,7 +134,7 @@ Status top_k_rows(const float* x, int64_t rows, int64_t n, int32_t k, int32_t* i
   if (n > INT32_MAX || rows > INT32_MAX) {
     return make_error(StatusCode::kOutOfRange, "cuda top_k_rows: too many columns or rows for int32");
   }
-  top_k_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, n, k, ids, logprobs);
+  launch_chained(top_k_kernel, static_cast<unsigned>(rows), kThreads, 0, stream, x, n, k, ids, logprobs);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return {};
 }

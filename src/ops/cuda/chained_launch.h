@@ -1,0 +1,11 @@
+#pragma once
+// Host side of chained kernel launches (chained_launch.cuh has the contract and the launch helper).
+
+namespace saker::cuda {
+
+// Whether launch_chained chains on the current device: compute capability 9.0 or later, kernels compiled
+// for it (their chain_in() is a no-op otherwise), and SAKER_CUDA_PDL not "0". Cached per device; the first
+// call asks the driver, so make it outside graph capture (the CUDA backend does when it is created).
+bool chained_launches_enabled();
+
+}  // namespace saker::cuda
