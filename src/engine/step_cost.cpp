@@ -1,6 +1,7 @@
 #include "engine/step_cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace saker {
@@ -16,11 +17,16 @@ int64_t StepCost::bucket(int64_t rows) {
 void StepCost::record(int64_t rows, double ms) {
   if (rows <= 0 || !(ms > 0)) return;
   Width& w = widths_[bucket(rows)];
+  const bool refreshing = w.samples > kWarmupSamples && !fresh(w);  // due: this sample is its refresh
   ++steps_;
   w.last_step = steps_;
   ++w.samples;
   if (w.samples <= kWarmupSamples) return;
   const bool first = w.samples == kWarmupSamples + 1;
+  if (refreshing) {
+    const bool steady = std::abs(ms / w.ms - 1.0) < kSteadyChange;
+    w.refresh = steady ? std::min(2 * w.refresh, kMaxRefreshSteps) : kRefreshSteps;
+  }
   w.ms = first ? ms : w.ms + kAlpha * (ms - w.ms);
   w.rows = first ? static_cast<double>(rows) : w.rows + kAlpha * (static_cast<double>(rows) - w.rows);
 }

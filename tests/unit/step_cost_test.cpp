@@ -64,6 +64,36 @@ TEST(StepCost, MeasuresTheWidthsItLacksAndRefreshesOldOnes) {
   EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));
 }
 
+TEST(StepCost, ASteadyWidthIsRefreshedLessAndLessOften) {
+  StepCost c;
+  measure(c, 4, 10.0);
+  measure(c, 32, 60.0);  // drafting never pays: 7 tokens in 60 ms against 4 in 10
+  // Steps of only plain decoding until the verify width is due again (a width stays fresh for its interval of
+  // steps after its last sample, so the next one is due); returns how many it took.
+  auto plain_steps_until_due = [&] {
+    int64_t n = 0;
+    while (!c.drafting_pays(4, 28, 3.0)) {
+      c.record(4, 10.0);
+      if (++n > 10 * StepCost::kMaxRefreshSteps) break;
+    }
+    return n;
+  };
+  EXPECT_EQ(plain_steps_until_due(), StepCost::kRefreshSteps + 1);
+  c.record(32, 61.0);  // the refresh finds it where it was: twice as long until the next
+  EXPECT_EQ(plain_steps_until_due(), 2 * StepCost::kRefreshSteps + 1);
+  c.record(32, 59.0);
+  EXPECT_EQ(plain_steps_until_due(), 4 * StepCost::kRefreshSteps + 1);
+  for (int i = 0; i < 8; ++i) {
+    c.record(32, 60.0);
+    plain_steps_until_due();
+  }
+  c.record(32, 60.0);
+  EXPECT_EQ(plain_steps_until_due(), StepCost::kMaxRefreshSteps + 1);  // capped
+  c.record(32, 40.0);  // it moved (7 tokens in 40 ms against 4 in 10: still no): back to the start
+  EXPECT_FALSE(c.drafting_pays(4, 28, 3.0));
+  EXPECT_EQ(plain_steps_until_due(), StepCost::kRefreshSteps + 1);
+}
+
 TEST(StepCost, PricesDraftingWidthsItHasNotSeenFromTheOnesItHas) {
   // Drafts rarely come in the predicted number: a width between two measured ones is interpolated, one past
   // the widest is extrapolated from the plain width through it.
