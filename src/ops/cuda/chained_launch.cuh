@@ -40,18 +40,15 @@ __device__ __forceinline__ void chain_in_late() {
 }
 
 // What a chained kernel may do before chain_in(): ask L2 for its weight bytes [p, p + bytes), so their DRAM
-// reads overlap the kernel it waits for. One thread issues it for a whole range (a Hopper bulk prefetch);
-// a hint only: nothing waits for it and it changes no result. The range is shrunk to whole 16-byte chunks
-// inside it, so it never reaches past the weights.
+// reads overlap the kernel it waits for. Called by every thread of the block, each asking for every
+// blockDim.x-th 128-byte line; a hint only (prefetch.global.L2): nothing waits for it and it changes no
+// result. Every address asked for lies inside the range.
 __device__ __forceinline__ void prefetch_weights_l2(const void* p, int64_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + 15) & ~uintptr_t{15};
-  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(bytes)) & ~uintptr_t{15};
-  for (uintptr_t c = a; c < e; c += (1u << 30)) {
-    const uint32_t n = static_cast<uint32_t>(e - c < (1u << 30) ? e - c : (1u << 30));
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c), "r"(n) : "memory");
+  const auto* base = static_cast<const char*>(p);
+  for (int64_t off = static_cast<int64_t>(threadIdx.x) * 128; off < bytes;
+       off += static_cast<int64_t>(blockDim.x) * 128) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + off));
   }
-#endif
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), chained after the stream's previous kernel when enabled.

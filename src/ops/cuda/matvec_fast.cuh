@@ -39,26 +39,21 @@ __global__ void __launch_bounds__(kFastWarps * 32)
                        float* __restrict__ out,        // [rows, out_stride] f32
                        int64_t out_stride, int accumulate) {
   const int lane = threadIdx.x & 31;
-  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kFastWarps + (threadIdx.x >> 5)) * NR;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kFastWarps * NR;  // the block's first output row
+  const int64_t o0 = first + (threadIdx.x >> 5) * NR;
+  // Ask L2 for the block's weight rows up front, before waiting for the kernel before this one
+  // (chained_launch.cuh). The unit loop below is a chain of dependent load -> FMA iterations per lane; with
+  // the rows already on their way to L2 only its first iteration waits for DRAM.
+  prefetch_weights_l2(w + first * row_bytes,
+                      (n_out - first < kFastWarps * NR ? n_out - first : kFastWarps * NR) * row_bytes);
+  chain_in();
+  if (o0 >= n_out) return;  // whole warp leaves together
   const uint8_t* wrow[NR];
 #pragma unroll
   for (int n = 0; n < NR; ++n) {
     // Rows past n_out re-read the last row (results discarded) so the inner loop has no branches.
     wrow[n] = w + (o0 + n < n_out ? o0 + n : n_out - 1) * row_bytes;
   }
-  // Ask L2 for the warp's whole weight rows up front (a hint; no data dependence), before waiting for the
-  // kernel before this one (chained_launch.cuh). The unit loop below is a chain of dependent load -> FMA
-  // iterations per lane; with the rows already on their way to L2 only its first iteration waits for DRAM.
-  if (o0 < n_out) {
-#pragma unroll
-    for (int n = 0; n < NR; ++n) {
-      for (int64_t off = static_cast<int64_t>(lane) * 128; off < row_bytes; off += 32 * 128) {
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(wrow[n] + off));
-      }
-    }
-  }
-  chain_in();
-  if (o0 >= n_out) return;  // whole warp leaves together
   for (int64_t t0 = 0; t0 < rows; t0 += R) {
     const int nt = rows - t0 < R ? static_cast<int>(rows - t0) : R;
     const float* xt = x + t0 * n_in;

@@ -81,10 +81,8 @@ __global__ void __launch_bounds__(kQ8Warps * 32)
                      int64_t n_in, int rows,
                      float* __restrict__ out, int64_t out_stride, int accumulate) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kQ8Warps * NO;  // the block's first output row
-  if (threadIdx.x == 0) {
-    prefetch_weights_l2(w + first * row_bytes,
-                        (n_out - first < kQ8Warps * NO ? n_out - first : kQ8Warps * NO) * row_bytes);
-  }
+  prefetch_weights_l2(w + first * row_bytes,
+                      (n_out - first < kQ8Warps * NO ? n_out - first : kQ8Warps * NO) * row_bytes);
   chain_in();
   using F = Q8Fmt<T>;
   using WUnit = decltype(F::load(w, 0));
