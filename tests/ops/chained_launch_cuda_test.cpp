@@ -52,6 +52,7 @@ TEST(ChainedLaunches, CapturedInAGraphAndReplayed) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   testing::DeviceArray<float> x(std::vector<float>(kN, 0.0f)), ones(std::vector<float>(kN, 1.0f));
+  cuda::chained_launches_enabled();  // the first call asks the driver: outside capture, as the backend does
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   add_ones(x.get(), ones.get(), stream);
