@@ -15,7 +15,7 @@ int64_t StepCost::bucket(int64_t rows) {
 }
 
 void StepCost::record(int64_t rows, double ms) {
-  if (rows <= 0 || !(ms > 0)) return;
+  if (rows <= 0 || !(ms > 0) || !std::isfinite(ms)) return;
   Width& w = widths_[bucket(rows)];
   const bool refreshing = w.samples > kWarmupSamples && !fresh(w);  // due: this sample is its refresh
   ++steps_;
@@ -54,7 +54,7 @@ std::optional<double> StepCost::estimate(int64_t rows, int64_t floor) const {
 bool StepCost::drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted) const {
   if (drafts <= 0 || plain_rows <= 0) return false;
   const auto plain = widths_.find(bucket(plain_rows));
-  if (plain == widths_.end() || !fresh(plain->second)) return false;  // measure the plain step
+  if (plain == widths_.end() || !fresh(plain->second, kRefreshSteps)) return false;  // measure the plain step
   const double plain_ms = plain->second.ms;
   const int64_t rows = plain_rows + drafts;
   std::optional<double> t_spec = estimate(rows, plain_rows);

@@ -14,9 +14,10 @@
 // and doubles, up to kMaxRefreshSteps, each time a refresh finds the width's time where it was (within
 // kSteadyChange); a refresh that finds it moved resets it. A drafting step at many streams costs several
 // plain ones, so re-measuring a steady width every 64 steps cost 16 streams 14% (H100, 8B Q4_K_M, a width
-// that never paid: 3 drafting steps of 125). Step times include the proposers' own work. The
-// first kWarmupSamples of a width are not used: they include one-off costs (kernels loading, a CUDA graph's
-// capture) that would price the width wrong for good.
+// that never paid: 3 drafting steps of 125). The plain width D a decision compares against is re-measured
+// after kRefreshSteps all the same: it is the cheap side, and contexts keep growing. Step times include the
+// proposers' own work. The first kWarmupSamples of a width are not used: they include one-off costs (kernels
+// loading, a CUDA graph's capture) that would price the width wrong for good.
 //
 // Widths are row counts up to 16 and, above, buckets of an eighth of an octave (17-18, ..., 33-36, ...,
 // 241-256): drafting steps rarely feed the same number of rows twice (each sequence's depth follows its
@@ -39,8 +40,9 @@ class StepCost {
   // A step of `rows` rows took `ms` (0 < ms).
   void record(int64_t rows, double ms);
   // The expected time of a step of `rows` rows from the widths measured lately (past their warm-up, within
-  // kRefreshSteps) at or above `floor`: the average at that count, else interpolated linearly between the
-  // nearest counts below and above (the smallest's below them all); nullopt past the widest or when none is.
+  // their refresh interval) at or above `floor`: the average at that count, else interpolated linearly
+  // between the nearest counts below and above (the smallest's below them all); nullopt past the widest or
+  // when none is.
   std::optional<double> estimate(int64_t rows, int64_t floor = 0) const;
   // Whether drafting `drafts` rows that are expected to commit `expected_accepted` extra tokens pays in a step
   // whose plain form feeds `plain_rows` rows (see the file comment): false while t(plain) is missing or due;
@@ -60,7 +62,10 @@ class StepCost {
     int64_t refresh = kRefreshSteps;  // steps after last_step that the figures stay fresh
   };
   static constexpr double kAlpha = 0.2;  // weight of the newest sample: follows contexts as they grow
-  bool fresh(const Width& w) const { return w.samples > kWarmupSamples && steps_ - w.last_step <= w.refresh; }
+  bool fresh(const Width& w) const { return fresh(w, w.refresh); }
+  bool fresh(const Width& w, int64_t refresh) const {
+    return w.samples > kWarmupSamples && steps_ - w.last_step <= refresh;
+  }
 
   std::map<int64_t, Width> widths_;  // bucket(rows) -> its figures
   int64_t steps_ = 0;                // samples recorded

@@ -1,6 +1,8 @@
 // StepCost: measured step times by row count, and the decision whether a step's drafts pay.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine/step_cost.h"
 
 namespace saker {
@@ -92,6 +94,26 @@ TEST(StepCost, ASteadyWidthIsRefreshedLessAndLessOften) {
   c.record(32, 40.0);  // it moved (7 tokens in 40 ms against 4 in 10: still no): back to the start
   EXPECT_FALSE(c.drafting_pays(4, 28, 3.0));
   EXPECT_EQ(plain_steps_until_due(), StepCost::kRefreshSteps + 1);
+  c.record(4, INFINITY);  // a broken clock's sample is dropped
+  EXPECT_TRUE(std::isfinite(*c.estimate(4)));
+}
+
+TEST(StepCost, ThePlainWidthIsReMeasuredEvery64StepsWhileSpeculating) {
+  StepCost c;
+  measure(c, 4, 10.0);
+  measure(c, 32, 20.0);  // drafting pays: 14 tokens in 20 ms against 4 in 10
+  // The plain width's own refreshes find it steady, so its interval grows...
+  for (int r = 0; r < 4; ++r) {
+    measure(c, 32, 20.0, static_cast<int>(StepCost::kRefreshSteps) + 1);
+    c.record(4, 10.0);
+  }
+  // ...but a decision still wants it measured within kRefreshSteps: contexts grow while only verify steps run.
+  measure(c, 32, 20.0, static_cast<int>(StepCost::kRefreshSteps));
+  EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));
+  c.record(32, 20.0);
+  EXPECT_FALSE(c.drafting_pays(4, 28, 10.0));
+  c.record(4, 10.0);
+  EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));
 }
 
 TEST(StepCost, PricesDraftingWidthsItHasNotSeenFromTheOnesItHas) {

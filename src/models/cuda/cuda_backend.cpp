@@ -47,8 +47,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const OpsOptions& optio
   SAKER_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking));
   if (communicator) communicator->bind_stream(b->stream_);
   // Ask once, outside graph capture, whether kernels launch chained on this device.
-  SAKER_LOG_DEBUG("cuda device {}: chained kernel launches {}", device,
-                  cuda::chained_launches_enabled() ? "on" : "off");
+  const bool chained = cuda::chained_launches_enabled();
+  SAKER_LOG_DEBUG("cuda device {}: chained kernel launches {}", device, chained ? "on" : "off");
   return b;
 }
 

@@ -20,9 +20,10 @@ bool probe(int dev) {
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
   cudaFuncAttributes fa{};
   if (cudaFuncGetAttributes(&fa, chained_probe_kernel) != cudaSuccess) return false;
-  // binaryVersion: the architecture of the machine code that runs (e.g. 90), so a build for an older target
-  // running from its PTX (whose chain_in() is empty) never chains.
-  return major >= 9 && fa.binaryVersion >= 90;
+  // ptxVersion: the virtual architecture the kernels were compiled for. A build for an older target runs on
+  // Hopper from its PTX, compiled there into sm_90 machine code (binaryVersion 90) whose chain_in() is still
+  // empty: it must never chain.
+  return major >= 9 && fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
 }
 
 }  // namespace

@@ -41,21 +41,21 @@ __device__ __forceinline__ void chain_in_late() {
 
 // What a chained kernel may do before chain_in(): ask L2 for its weight bytes [p, p + bytes), so their DRAM
 // reads overlap the kernel it waits for. Called by every thread of the block, each asking for every
-// blockDim.x-th 128-byte line; a hint only (prefetch.global.L2): nothing waits for it and it changes no
-// result. Every address asked for lies inside the range.
+// blockDim.x-th 128-byte line the range touches; a hint only (prefetch.global.L2): nothing waits for it and
+// it changes no result. Every address asked for lies inside the range (a first partial line by its start).
 __device__ __forceinline__ void prefetch_weights_l2(const void* p, int64_t bytes) {
-  const auto* base = static_cast<const char*>(p);
-  for (int64_t off = static_cast<int64_t>(threadIdx.x) * 128; off < bytes;
-       off += static_cast<int64_t>(blockDim.x) * 128) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + off));
+  const auto b = reinterpret_cast<uintptr_t>(p), e = b + static_cast<uintptr_t>(bytes);
+  const uintptr_t stride = 128 * static_cast<uintptr_t>(blockDim.x);
+  for (uintptr_t a = (b & ~uintptr_t{127}) + 128 * threadIdx.x; a < e; a += stride) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(a < b ? b : a));
   }
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), chained after the stream's previous kernel when enabled.
-// Returns the launch's error (as cudaGetLastError would).
+// Like <<< >>>, a failed launch is left for cudaGetLastError(), which every launch site checks next.
 template <typename... Params, typename... Args>
-cudaError_t launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                           Args&&... args) {
+void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                    Args&&... args) {
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = chained_launches_enabled() ? 1 : 0;
@@ -66,7 +66,7 @@ cudaError_t launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, siz
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 }  // namespace saker::cuda

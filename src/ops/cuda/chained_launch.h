@@ -4,7 +4,8 @@
 namespace saker::cuda {
 
 // Whether launch_chained chains on the current device: compute capability 9.0 or later, kernels compiled
-// for it (their chain_in() is a no-op otherwise), and SAKER_CUDA_PDL not "0". Cached per device; the first
+// for a compute_90 target or later (below it their chain_in() is empty, even when the driver compiles their
+// PTX for Hopper), and SAKER_CUDA_PDL not "0". Cached per device; the first
 // call asks the driver, so make it outside graph capture (the CUDA backend does when it is created).
 bool chained_launches_enabled();
 
