@@ -51,6 +51,13 @@ __device__ __forceinline__ void prefetch_weights_l2(const void* p, int64_t bytes
   }
 }
 
+// The same for a block's weight rows [first, first + count) of a matrix of n_out rows of row_bytes each (the
+// block's last rows may lie past n_out: they are not asked for).
+__device__ __forceinline__ void prefetch_weights_l2(const uint8_t* w, int64_t row_bytes, int64_t first, int64_t count,
+                                                    int64_t n_out) {
+  prefetch_weights_l2(w + first * row_bytes, (n_out - first < count ? n_out - first : count) * row_bytes);
+}
+
 // kernel<<<grid, block, smem, stream>>>(args...), chained after the stream's previous kernel when enabled.
 // Like <<< >>>, a failed launch is left for cudaGetLastError(), which every launch site checks next.
 template <typename... Params, typename... Args>

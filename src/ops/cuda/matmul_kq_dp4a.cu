@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                    const KxBlock* __restrict__ kx,    // [rows, n_blocks]
                    int64_t n_in, int rows, float* __restrict__ out, int64_t out_stride, int accumulate) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kWarps;  // the block's rows: first .. first + 3
-  prefetch_weights_l2(w + first * row_bytes, (n_out - first < kWarps ? n_out - first : kWarps) * row_bytes);
+  prefetch_weights_l2(w, row_bytes, first, kWarps, n_out);
   chain_in();
   using F = Dp4aFmt<T>;
   using WUnit = decltype(F::load(w, 0));

@@ -44,8 +44,7 @@ __global__ void __launch_bounds__(kFastWarps * 32)
   // Ask L2 for the block's weight rows up front, before waiting for the kernel before this one
   // (chained_launch.cuh). The unit loop below is a chain of dependent load -> FMA iterations per lane; with
   // the rows already on their way to L2 only its first iteration waits for DRAM.
-  prefetch_weights_l2(w + first * row_bytes,
-                      (n_out - first < kFastWarps * NR ? n_out - first : kFastWarps * NR) * row_bytes);
+  prefetch_weights_l2(w, row_bytes, first, kFastWarps * NR, n_out);
   chain_in();
   if (o0 >= n_out) return;  // whole warp leaves together
   const uint8_t* wrow[NR];

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/env.h"
+
 #include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/matmul_internal.cuh"
@@ -81,8 +82,7 @@ __global__ void __launch_bounds__(kQ8Warps * 32)
                      int64_t n_in, int rows,
                      float* __restrict__ out, int64_t out_stride, int accumulate) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kQ8Warps * NO;  // the block's first output row
-  prefetch_weights_l2(w + first * row_bytes,
-                      (n_out - first < kQ8Warps * NO ? n_out - first : kQ8Warps * NO) * row_bytes);
+  prefetch_weights_l2(w, row_bytes, first, kQ8Warps * NO, n_out);
   chain_in();
   using F = Q8Fmt<T>;
   using WUnit = decltype(F::load(w, 0));
