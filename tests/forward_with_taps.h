@@ -11,9 +11,9 @@ namespace saker::testing {
 
 // One forward of `tokens` at positions [first, first + n) of one sequence (blocks 0, 1, ... in order), its last
 // row an output (argmax id); the hidden states of `layers` into taps [n, layers, n_embd] when layers is not
-// empty.
+// empty (on_device: left in the model's GPU memory instead, Model::device_taps).
 inline Status forward_with_taps(Model& m, const KvStorage& kv, std::span<const int32_t> tokens, int32_t first,
-                              std::span<const int32_t> layers, float* taps, int32_t* id) {
+                                std::span<const int32_t> layers, float* taps, int32_t* id, bool on_device = false) {
   const auto n = static_cast<int32_t>(tokens.size());
   std::vector<int32_t> table(kv.config().n_blocks);
   std::iota(table.begin(), table.end(), 0);
@@ -25,6 +25,7 @@ inline Status forward_with_taps(Model& m, const KvStorage& kv, std::span<const i
   b.output_rows = rows;
   b.taps.layers = layers;
   b.taps.out = taps;
+  b.taps.on_device = on_device;
   b.argmax = id;
   return m.forward(b, kv.layers(), nullptr);
 }

@@ -147,11 +147,15 @@ Result<bool> Engine::step() {
 
   bool need_logits = !options_.device_argmax;
   std::span<const int32_t> taps;
+  bool taps_on_device = false;
   for (const BatchSegment& g : batch_.segments) {
     // A greedy sequence's verify walk needs only each row's argmax, as its decode step does: the ids come
     // from the device instead of [rows, n_vocab] logits (39 MB a step for 64 rows of a 152K vocabulary).
     need_logits |= g.output >= 0 && g.seq->needs_logits();
-    if (g.seq->proposer) taps = g.seq->proposer->tap_layers();  // one drafter configuration per engine
+    if (g.seq->proposer) {  // one drafter configuration per engine
+      taps = g.seq->proposer->tap_layers();
+      taps_on_device = g.seq->proposer->reads_device_taps();
+    }
   }
   StepOutput out;
   // StepCost learns what decode and verify steps cost; a step with a prefill chunk would teach it a width's
@@ -159,7 +163,7 @@ Result<bool> Engine::step() {
   const bool decode_only = std::all_of(batch_.segments.begin(), batch_.segments.end(),
                                        [](const BatchSegment& g) { return g.n == 1 || g.tree; });
   const int64_t rows = batch_.n_tokens();
-  const Status st = runner_.run(batch_, need_logits, taps, &out);
+  const Status st = runner_.run(batch_, need_logits, taps, taps_on_device, &out);
   ++steps_;
   step_tokens_ += batch_.n_tokens();
   if (!st.ok()) {
@@ -197,7 +201,7 @@ void Engine::postprocess(StepOutput& out) {
     s.n_cached += g.n;
     pool_->commit(s.pages, s.tokens, s.n_cached);
     if (s.proposer) {
-      const Status st = s.proposer->add_context(g.first, g.n, out.taps.data() + g.batch_begin * out.tap_stride);
+      const Status st = s.proposer->add_context(g.first, out.tap_rows(g.batch_begin, g.n));
       if (!st.ok()) {
         SAKER_LOG_WARN("drafter context failed: {}", st.to_string());
         over.push_back(&s);
@@ -217,6 +221,15 @@ void Engine::postprocess(StepOutput& out) {
     std::span<const float> raw;
     const int32_t id = out.have_logits ? sample_row(s, out.row(g.output), &raw) : out.ids[g.output];
     if (!accept_token(s, id, raw, now)) over.push_back(&s);
+  }
+  // The taps stay valid until the next step: proposers that copy them on their own stream finish that first
+  // (one wait for a shared drafter, the later calls find nothing to wait for).
+  for (const BatchSegment& g : batch_.segments) {
+    if (!g.seq->proposer) continue;
+    if (const Status st = g.seq->proposer->settle_context(); !st.ok()) {
+      SAKER_LOG_WARN("drafter context failed: {}", st.to_string());
+      if (std::find(over.begin(), over.end(), g.seq) == over.end()) over.push_back(g.seq);
+    }
   }
   batch_.clear();
   for (Sequence* s : over) {
@@ -279,15 +292,12 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   // Accepted rows to consecutive slots (a node's slot index >= its depth and deeper nodes come later, so
   // copying in path order never overwrites a row still to be read), their taps to the proposer.
   std::vector<int32_t> from, to;
-  std::vector<float> path_taps(n_commit * out.tap_stride);
   for (int64_t k = 0; k < n_commit; ++k) {
     from.push_back(static_cast<int32_t>(g.first + path[k]));
     to.push_back(static_cast<int32_t>(g.first + k));
-    std::copy_n(out.taps.data() + (g.batch_begin + path[k]) * out.tap_stride, out.tap_stride,
-                path_taps.data() + k * out.tap_stride);
   }
   SAKER_RETURN_IF_ERROR(pool_->storage().copy_slots(s.pages, from, to));
-  SAKER_RETURN_IF_ERROR(s.proposer->add_context(g.first, n_commit, path_taps.data()));
+  SAKER_RETURN_IF_ERROR(s.proposer->add_context(g.first, out.tap_rows(g.batch_begin, n_commit, path)));
   s.n_cached = g.first + n_commit;
   pool_->commit(s.pages, s.tokens, s.n_cached);
   if (pool_->options().prefix_cache) s.proposer->commit_context(s.tokens);

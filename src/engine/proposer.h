@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "core/float_rows.h"
 #include "core/status.h"
 
 namespace saker {
@@ -61,9 +62,16 @@ class Proposer {
     return int64_t{0};
   }
   virtual void commit_context(std::span<const int32_t> tokens) { (void)tokens; }
-  // The target's taps of positions [first, first + n): [n, n_taps, n_embd]; positions from `first` on replace
-  // what was there.
-  virtual Status add_context(int64_t first, int64_t n, const float* taps) = 0;
+  // The target's taps of positions [first, first + taps.n): rows of [n_taps, n_embd] (HiddenTaps layout), on
+  // the host or, where reads_device_taps(), in the target's GPU memory; positions from `first` on replace what
+  // was there. A proposer that reads no taps gets only the count (taps.data null).
+  virtual Status add_context(int64_t first, const FloatRows& taps) = 0;
+  // Whether add_context can read taps in the target's GPU memory (a drafter on that GPU): the engine then leaves
+  // them there instead of copying every tapped row to the host and back.
+  virtual bool reads_device_taps() const { return false; }
+  // After a step's add_context calls: waits until the proposer has read the taps it was given (the target's
+  // next step writes those rows again).
+  virtual Status settle_context() { return {}; }
   // Draft nodes after the pending token, at most max_depth deep. tokens: the sequence so far (prompt and
   // generated); its last token is the pending one, at position tokens.size() - 1.
   virtual Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) = 0;

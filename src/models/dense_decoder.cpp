@@ -192,7 +192,7 @@ Status DenseDecoderModel::body(const ForwardBatch& batch) {
     b.trace(x, "l_out", li);
     for (int64_t j = 0; j < n_taps; ++j) {  // out: [T, n_taps, n_embd]
       if (tap_layers[j] != l) continue;
-      SAKER_RETURN_IF_ERROR(b.copy_rows_to_host(x, batch.taps.out + j * h.n_embd, n_taps * h.n_embd));
+      SAKER_RETURN_IF_ERROR(b.tap_rows(x, j * h.n_embd));
     }
   }
   return {};
@@ -233,7 +233,7 @@ Status DenseDecoderModel::forward(const ForwardBatch& batch, std::span<const Lay
       return make_error(StatusCode::kInvalidArgument, "forward: tapped layer {} outside 0..{}", l, h.n_layer - 1);
     }
   }
-  if (!batch.taps.layers.empty() && batch.taps.out == nullptr) {
+  if (!batch.taps.layers.empty() && batch.taps.out == nullptr && !batch.taps.on_device) {
     return make_error(StatusCode::kInvalidArgument, "forward: hidden-state taps without an output buffer");
   }
   StepRequest request;
@@ -245,7 +245,8 @@ Status DenseDecoderModel::forward(const ForwardBatch& batch, std::span<const Lay
   request.argmax = batch.argmax;
   request.n_vocab = local_.n_vocab;
   if (!batch.taps.layers.empty()) {  // out: [T, n_taps, n_embd], as body() writes it
-    request.taps_out = batch.taps.out;
+    request.taps_out = batch.taps.on_device ? nullptr : batch.taps.out;
+    request.taps_on_device = batch.taps.on_device;
     request.taps_stride = static_cast<int64_t>(batch.taps.layers.size()) * h.n_embd;
     request.tap_layers = batch.taps.layers;
   }

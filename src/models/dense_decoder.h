@@ -37,6 +37,10 @@ class DenseDecoderModel : public Model {
   const ModelHParams& hparams() const override { return hp_; }
   Status forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) override;
   Device device() const override { return backend_->device(); }
+  // One rank on a GPU: its taps can stay there. (A tensor-parallel rank's hidden state is whole on every rank,
+  // but the drafter would have to share the first rank's GPU.)
+  bool keeps_taps_on_device() const override { return backend_->device() == Device::kCuda && backend_->n_ranks() == 1; }
+  FloatRows device_taps() const override { return backend_->device_taps(); }
   DType kv_dtype() const override { return backend_->kv_dtype(); }
   std::string width_dependent_weight() const override { return backend_->width_dependent_weight(); }
   int64_t invariant_rows() const override { return backend_->invariant_rows(); }

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "core/float_rows.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "models/hparams.h"
@@ -22,7 +23,9 @@ namespace saker {
 // (spec::SpeculativeGenerator, whose drafter runs on the CPU, still refuses a GPU target).
 struct HiddenTaps {
   std::span<const int32_t> layers;  // [n_taps] 0-based decoder layer ids; empty: no taps
-  float* out = nullptr;             // [n_tokens, n_taps, n_embd]
+  float* out = nullptr;             // [n_tokens, n_taps, n_embd] on the host
+  // Instead of out: the rows stay in the model's GPU memory (Model::device_taps), for a drafter on that GPU.
+  bool on_device = false;
 };
 
 struct ForwardBatch {
@@ -71,6 +74,10 @@ class Model {
   // written to `kv` (views of storage from allocate_kv) at their slots.
   virtual Status forward(const ForwardBatch& batch, std::span<const LayerKv> kv, float* logits) = 0;
   virtual Device device() const { return Device::kCpu; }
+  // Whether forward() can leave hidden-state taps in GPU memory (HiddenTaps::on_device), and the last forward's
+  // rows there ([n_tokens, n_taps * n_embd], valid until the next forward).
+  virtual bool keeps_taps_on_device() const { return false; }
+  virtual FloatRows device_taps() const { return {}; }
   // KV memory on this model's device (CPU: a host KvCache; CUDA: a CudaKvStorage of f16 pages), owned by the
   // caller (the engine's KvPool, a generator, a test).
   virtual Result<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheConfig& config) const;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/logits.h"
+#include "core/float_rows.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "ops/attention_batch.h"
@@ -73,16 +74,17 @@ struct StepRequest {
   float* logits = nullptr;               // [n_outputs, n_vocab] host, or null
   int32_t* argmax = nullptr;             // [n_outputs] host, or null
   int64_t n_vocab = 0;
-  // Hidden-state taps: the program's copy_rows_to_host calls fill every column of taps_out [n_tokens,
-  // taps_stride] host floats; null: none. tap_layers fixes which copies the program makes, so a backend that
-  // replays a captured program keys it by them.
+  // Hidden-state taps: the program's tap_rows calls fill every column of [n_tokens, taps_stride] rows: taps_out
+  // on the host, or with taps_on_device the backend's own device rows (device_taps()), for a drafter on the same
+  // GPU; taps_stride 0: none. tap_layers fixes which copies the program makes, so a backend that replays a
+  // captured program keys it by them.
   float* taps_out = nullptr;
+  bool taps_on_device = false;
   int64_t taps_stride = 0;
   std::span<const int32_t> tap_layers;
-  // Host rows a program reads instead of (or besides) token embeddings: input + t * input_stride for step token
-  // t (a drafter's context: the target's tapped hidden states); null: none.
-  const float* input = nullptr;
-  int64_t input_stride = 0;
+  // Rows a program reads instead of (or besides) token embeddings (load_input): step token t reads kept row
+  // input_rows[t] (OpBackend::keep_rows; a drafter's context: the target's tapped hidden states); empty: none.
+  std::span<const int32_t> input_rows;
   // Top-k outputs: each output row's top_k ids (highest first, the lowest id among equals; NaN never chosen)
   // and their log-probabilities (logit - log_sum_exp of the row, core/logits.h), [n_outputs, top_k] host each;
   // top_k 0: none. A drafter's tree needs only these, not [n_outputs, n_vocab] logits.
@@ -114,12 +116,17 @@ inline Status check_top_k(const StepRequest& r) {
   return {};
 }
 
-// load_input's check, the same on every backend: the step has host input rows (has_input), one for each of
-// its n_tokens, each at least out.cols floats wide.
-inline Status check_load_input(const Act& out, bool has_input, int64_t n_tokens, int64_t input_stride) {
-  if (has_input && input_stride >= out.cols && out.rows == n_tokens) return {};
-  return make_error(StatusCode::kInvalidArgument, "load_input: {} rows of {} floats asked, the step has {} of {}",
-                    out.rows, out.cols, has_input ? n_tokens : 0, input_stride);
+// load_input's check, the same on every backend: the step reads kept rows (has_input) of at least out.cols
+// floats (kept_cols), one for each of its n_tokens, each a kept row (n_kept of them).
+inline Status check_load_input(const Act& out, std::span<const int32_t> input_rows, int64_t n_tokens, int64_t kept_cols,
+                               int64_t n_kept) {
+  bool ok = !input_rows.empty() && kept_cols >= out.cols && out.rows == n_tokens &&
+            static_cast<int64_t>(input_rows.size()) == n_tokens;
+  for (int32_t r : input_rows) ok = ok && r >= 0 && r < n_kept;
+  if (ok) return {};
+  return make_error(StatusCode::kInvalidArgument,
+                    "load_input: {} rows of {} floats asked, the step reads {} of {} kept rows of {} floats", out.rows,
+                    out.cols, input_rows.size(), n_kept, kept_cols);
 }
 
 class OpBackend {
@@ -144,6 +151,23 @@ class OpBackend {
 
   // One forward: checks the request, then runs the program (see StepProgram).
   virtual Status run_step(const StepRequest& request, const StepProgram& program) = 0;
+  // The last step's taps when it asked for them on the device: [n_tokens, taps_stride] device rows, valid until
+  // the next step; empty otherwise and on a backend without device memory.
+  virtual FloatRows device_taps() const { return {}; }
+
+  // Rows kept between steps for a later step's load_input (StepRequest::input_rows): a drafter's queued context,
+  // which arrives a few rows a step and is read in one forward. keep_rows appends the first `cols` floats of
+  // each of src's rows (cols the same for every call until clear_kept_rows) and returns the index of the first;
+  // a device source must be GPU memory this backend can read. Its reads of src may still run after it returns:
+  // settle() waits for them (before src's producer writes it again). clear_kept_rows forgets every kept row.
+  virtual Result<int64_t> keep_rows(const FloatRows& src, int64_t cols) {
+    (void)src;
+    (void)cols;
+    return Status(StatusCode::kUnsupported, "this backend keeps no input rows");
+  }
+  virtual void clear_kept_rows() {}
+  virtual int64_t n_kept_rows() const { return 0; }
+  virtual Status settle() { return {}; }
 
   // Inside a program.
   virtual int64_t step_tokens() const = 0;
@@ -153,10 +177,11 @@ class OpBackend {
 
   // Ops. Row counts come from the Acts; every op over the step's tokens reads the step's inputs.
   virtual Status embedding(const PreparedMatrix& table, float scale, const Act& out) = 0;  // out [T, n_embd]
-  // out [T, cols] = the request's input rows (their first cols floats). A backend without it says so.
+  // out [T, cols] = the kept rows the request's input_rows name (their first cols floats). A backend without
+  // it says so.
   virtual Status load_input(const Act& out) {
     (void)out;
-    return Status(StatusCode::kUnsupported, "this backend does not read host input rows in a step");
+    return Status(StatusCode::kUnsupported, "this backend does not read kept input rows in a step");
   }
   virtual Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) = 0;
   // out (+)= x W^T: x [rows, n_in] contiguous, out [rows, n_out]; accumulate adds to out (the residual).
@@ -191,9 +216,9 @@ class OpBackend {
   virtual Status all_reduce(const Act&) { return {}; }
   // The head's last op: argmax ids or top-k outputs of logits(first, n) (when asked) and the copies out.
   virtual Status emit_outputs(const Act& logits, int64_t first) = 0;
-  // Hidden-state taps: x [T, n] rows to host out + t * out_stride, out inside a row of the request's taps_out
-  // and out_stride its taps_stride; the rows are there when run_step returns.
-  virtual Status copy_rows_to_host(const Act& x, float* out, int64_t out_stride) = 0;
+  // Hidden-state taps: x [T, n] into columns [col, col + n) of the step's taps rows (StepRequest::taps_out, or
+  // the device rows); they are there when run_step returns.
+  virtual Status tap_rows(const Act& x, int64_t col) = 0;
   // The trace hook (core/trace.h) on a host backend; heads > 0 views x as [rows, heads, cols / heads].
   virtual void trace(const Act& x, const char* name, int layer = -1, int64_t heads = 0) = 0;
 };

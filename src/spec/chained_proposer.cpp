@@ -46,8 +46,24 @@ void ChainedProposer::commit_context(std::span<const int32_t> tokens) {
   for (auto& p : proposers_) p->commit_context(tokens);
 }
 
-Status ChainedProposer::add_context(int64_t first, int64_t n, const float* taps) {
-  for (auto& p : proposers_) SAKER_RETURN_IF_ERROR(p->add_context(first, n, p->needs_taps() ? taps : nullptr));
+Status ChainedProposer::add_context(int64_t first, const FloatRows& taps) {
+  for (auto& p : proposers_)
+    SAKER_RETURN_IF_ERROR(p->add_context(first, p->needs_taps() ? taps : FloatRows{.n = taps.n}));
+  return {};
+}
+
+bool ChainedProposer::reads_device_taps() const {
+  bool any = false;
+  for (const auto& p : proposers_) {
+    if (!p->needs_taps()) continue;
+    if (!p->reads_device_taps()) return false;
+    any = true;
+  }
+  return any;
+}
+
+Status ChainedProposer::settle_context() {
+  for (auto& p : proposers_) SAKER_RETURN_IF_ERROR(p->settle_context());
   return {};
 }
 

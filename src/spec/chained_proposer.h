@@ -19,7 +19,10 @@ class ChainedProposer : public Proposer {
   void reset() override;
   Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;
   void commit_context(std::span<const int32_t> tokens) override;
-  Status add_context(int64_t first, int64_t n, const float* taps) override;
+  Status add_context(int64_t first, const FloatRows& taps) override;
+  // Every proposer that reads taps reads them on the device.
+  bool reads_device_taps() const override;
+  Status settle_context() override;
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   // In order: a proposer that drafts at once and finds something wins; one that batches (a shared drafter)
   // is asked and wins whatever it finds, so later ones are never asked after it.

@@ -70,15 +70,9 @@ Status DFlashDrafter::check_slot(int32_t slot) const {
   return make_error(StatusCode::kInvalidArgument, "drafter: slot {} of {}", slot, n_slots());
 }
 
-int64_t DFlashDrafter::queued_rows() const {
-  int64_t floats = 0;
-  for (const Slot& s : slots_) floats += static_cast<int64_t>(s.queued.size());
-  return floats / tap_width();
-}
-
 int64_t DFlashDrafter::n_context(int32_t slot) const {
   const Slot& s = slots_[slot];
-  return s.fused + static_cast<int64_t>(s.queued.size()) / tap_width();
+  return s.fused + static_cast<int64_t>(s.queued.size());
 }
 
 void DFlashDrafter::reset(int32_t slot) {
@@ -239,7 +233,12 @@ Status DFlashDrafter::block_head(int64_t first, int64_t n) {
 }
 
 Status DFlashDrafter::add_context(int32_t slot, int64_t first, int64_t n, const float* taps) {
+  return add_context(slot, first, FloatRows{.data = taps, .stride = tap_width(), .n = n});
+}
+
+Status DFlashDrafter::add_context(int32_t slot, int64_t first, const FloatRows& taps) {
   SAKER_RETURN_IF_ERROR(check_slot(slot));
+  const int64_t n = taps.n;
   Slot& s = slots_[slot];
   const int64_t held = n_context(slot);
   if (first < 0 || first > held) {
@@ -249,17 +248,23 @@ Status DFlashDrafter::add_context(int32_t slot, int64_t first, int64_t n, const 
   if (first + n > n_ctx_) {
     return make_error(StatusCode::kOutOfRange, "drafter context: position {} beyond its {} slots", first + n - 1, n_ctx_);
   }
-  const int64_t width = tap_width();
+  if (taps.data == nullptr || taps.stride < tap_width()) {
+    return make_error(StatusCode::kInvalidArgument, "drafter context: tap rows of {} floats given, {} read",
+                      taps.stride, tap_width());
+  }
   if (first < s.fused) {  // fused positions replaced: their pages are rewritten from the queue
     s.fused = first;
     s.queued.clear();
   } else {
-    s.queued.resize(static_cast<size_t>((first - s.fused) * width));
+    s.queued.resize(static_cast<size_t>(first - s.fused));
   }
-  s.queued.insert(s.queued.end(), taps, taps + n * width);
+  // The rows wait in the backend's kept rows (on the GPU for a CUDA drafter, copied there from the target's
+  // device taps) until the next forward reads them; replaced ones stay there unread until it clears them all.
+  SAKER_ASSIGN_OR_RETURN(const int64_t at, backend_->keep_rows(taps, tap_width()));
+  for (int64_t i = 0; i < n; ++i) s.queued.push_back(static_cast<int32_t>(at + i));
   // Steps that draft nothing (prefill, a cost policy standing drafts down) run no forward of the drafter: fuse
-  // here once the queues hold a forward's worth, so the host memory they take stays bounded.
-  if (queued_rows() >= max_rows_) return fuse_context();
+  // here once the kept rows hold a forward's worth, so the memory they take stays bounded.
+  if (backend_->n_kept_rows() >= max_rows_) return fuse_context();
   return {};
 }
 
@@ -286,10 +291,8 @@ Status DFlashDrafter::request(int32_t slot, int32_t pending, int32_t top_k) {
 
 Status DFlashDrafter::run() {
   ++stats_.runs;
-  auto t0 = SteadyClock::now();
   Status st = fuse_context();
-  stats_.context_ms += ms_since(t0);
-  t0 = SteadyClock::now();
+  const auto t0 = SteadyClock::now();
   if (st.ok()) st = run_blocks();
   stats_.block_ms += ms_since(t0);
   // A request a failed forward did not serve is dropped, not drafted later at another position.
@@ -299,20 +302,23 @@ Status DFlashDrafter::run() {
 
 // Every slot's queued rows, back to back, in one forward (no attention: the rows only write K/V).
 Status DFlashDrafter::fuse_context() {
-  const int64_t width = tap_width();
+  const auto t0 = SteadyClock::now();
   batch_.clear();
   seq_slot_.clear();
-  input_.clear();
+  input_rows_.clear();
   for (int32_t i = 0; i < n_slots(); ++i) {
     const Slot& s = slots_[i];
-    const int64_t q = static_cast<int64_t>(s.queued.size()) / width;
+    const int64_t q = static_cast<int64_t>(s.queued.size());
     if (q == 0) continue;
     SAKER_RETURN_IF_ERROR(make_room(slots_[i], s.fused, s.fused + q));
     batch_.add(s.block_table, s.fused, q, AttentionMask::kCausal);
     seq_slot_.push_back(i);
-    input_.insert(input_.end(), s.queued.begin(), s.queued.end());
+    input_rows_.insert(input_rows_.end(), s.queued.begin(), s.queued.end());
   }
-  if (batch_.n_tokens() == 0) return {};
+  if (batch_.n_tokens() == 0) {
+    backend_->clear_kept_rows();  // only replaced rows, if any
+    return {};
+  }
   tokens_.assign(static_cast<size_t>(batch_.n_tokens()), 0);  // read by no op: the input rows stand for them
   const AttentionBatch attn = batch_.attn();
   StepRequest r;
@@ -320,8 +326,7 @@ Status DFlashDrafter::fuse_context() {
   r.attn = &attn;
   r.kv = pool_->layers();
   r.n_vocab = w_->config.n_vocab;
-  r.input = input_.data();  // [T, n_taps, n_embd] is [T, n_taps * n_embd]: the taps concatenated per position
-  r.input_stride = width;
+  r.input_rows = input_rows_;  // kept rows of [n_taps, n_embd] = [n_taps * n_embd]: the taps concatenated
   r.one_off = true;  // the rows follow each step's acceptance: capturing every count would cost more than it saves
   StepProgram program;
   program.body = [&] { return context_body(); };
@@ -331,9 +336,11 @@ Status DFlashDrafter::fuse_context() {
   stats_.context_rows += batch_.n_tokens();
   for (int32_t i : seq_slot_) {
     Slot& s = slots_[i];
-    s.fused += static_cast<int64_t>(s.queued.size()) / width;
+    s.fused += static_cast<int64_t>(s.queued.size());
     s.queued.clear();
   }
+  backend_->clear_kept_rows();  // every queue was fused: what is left was replaced
+  stats_.context_ms += ms_since(t0);
   return {};
 }
 

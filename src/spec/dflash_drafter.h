@@ -88,8 +88,13 @@ class DFlashDrafter : public DraftBatch {
   // Queues the target's tapped hidden states of positions [first, first + n) for fusing into the slot's
   // context. first <= n_context(slot): positions from `first` on are replaced (those of a rejected draft are
   // never added). Once the queues hold a forward's worth of rows they are fused at once.
+  Status add_context(int32_t slot, int64_t first, const FloatRows& taps);  // rows of [n_taps, n_embd]
   Status add_context(int32_t slot, int64_t first, int64_t n,
-                     const float* taps);  // [n, n_taps, n_embd], HiddenTaps layout
+                     const float* taps);  // host [n, n_taps, n_embd], HiddenTaps layout
+  // The device the drafter runs on: a CUDA drafter reads taps in the GPU's memory (FloatRows::on_device).
+  Device device() const { return backend_->device(); }
+  // Waits until add_context's copies are done (their source rows may be written again after).
+  Status settle() { return backend_->settle(); }
 
   // The slot's block after `pending` (at position n_context(slot)) in the next run(): each row's argmax
   // (top_k 0) or its top_k tokens with their log-probabilities.
@@ -114,7 +119,8 @@ class DFlashDrafter : public DraftBatch {
     int64_t runs = 0;                                // run() calls
     int64_t cached_positions = 0;                    // context positions adopted from cached pages (again at
                                                      // each admission attempt)
-    double context_ms = 0, block_ms = 0;             // wall time in fusing / drafting forwards
+    double context_ms = 0, block_ms = 0;             // wall time in fusing (at a run() or when the kept rows
+                                                     // fill up) / drafting forwards
   };
   const Stats& stats() const { return stats_; }
 
@@ -137,7 +143,7 @@ class DFlashDrafter : public DraftBatch {
     bool held = false;
     std::vector<int32_t> block_table;  // its pages, from the pool
     int64_t fused = 0;                 // positions whose K/V are in its pages
-    std::vector<float> queued;         // [n_queued, n_taps * n_embd] taps of positions fused.. to fuse next
+    std::vector<int32_t> queued;       // [n_queued] kept rows (OpBackend::keep_rows) of positions fused.. to fuse next
     std::vector<int32_t> tokens;       // the context's tokens as last committed (prefix keys at release)
     int32_t pending = -1;              // >= 0: a block is requested
     int32_t top_k = 0;
@@ -147,7 +153,6 @@ class DFlashDrafter : public DraftBatch {
 
   DFlashDrafter() = default;
   Status bind_weights();
-  int64_t queued_rows() const;  // over every slot's queue
   int64_t tap_width() const { return static_cast<int64_t>(w_->config.target_layers.size()) * w_->config.n_embd; }
   Status check_slot(int32_t slot) const;
   Status make_room(Slot& s, int64_t keep, int64_t positions);
@@ -172,7 +177,8 @@ class DFlashDrafter : public DraftBatch {
   SequencesBatch batch_;
   std::vector<int32_t> tokens_, output_rows_, ids_;
   std::vector<int32_t> seq_slot_;  // [n_seqs] the drafter slot of each sequence of the forward
-  std::vector<float> input_, top_logprobs_;
+  std::vector<int32_t> input_rows_;  // the context forward's kept rows, slot after slot
+  std::vector<float> top_logprobs_;
   std::vector<int32_t> top_ids_;
   Stats stats_;
   const PreparedMatrix *token_embd_ = nullptr, *output_ = nullptr, *fc_ = nullptr;

@@ -74,9 +74,9 @@ void DFlashProposer::commit_context(std::span<const int32_t> tokens) {
   if (slot_ >= 0) drafter_->commit(slot_, tokens);
 }
 
-Status DFlashProposer::add_context(int64_t first, int64_t n, const float* taps) {
+Status DFlashProposer::add_context(int64_t first, const FloatRows& taps) {
   SAKER_RETURN_IF_ERROR(hold_slot());
-  return drafter_->add_context(slot_, first, n, taps);
+  return drafter_->add_context(slot_, first, taps);
 }
 
 Status DFlashProposer::request(std::span<const int32_t> tokens, int64_t max_depth) {

@@ -33,7 +33,10 @@ class DFlashProposer : public Proposer {
   Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;
   // Keys the slot's fused context pages under the sequence's tokens (DFlashDrafter::commit).
   void commit_context(std::span<const int32_t> tokens) override;
-  Status add_context(int64_t first, int64_t n, const float* taps) override;
+  Status add_context(int64_t first, const FloatRows& taps) override;
+  // A drafter on a GPU reads the target's taps there.
+  bool reads_device_taps() const override { return drafter_->device() == Device::kCuda; }
+  Status settle_context() override { return drafter_->settle(); }
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   Status request(std::span<const int32_t> tokens, int64_t max_depth) override;
   DraftBatch* batch() override { return depth_ > 0 ? drafter_.get() : nullptr; }

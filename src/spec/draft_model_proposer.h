@@ -31,7 +31,7 @@ class DraftModelProposer : public Proposer {
   void reset() override;
   // Whether this proposer holds a slot of the draft cache (from its first draft on).
   bool allocated() const { return slot_ >= 0; }
-  Status add_context(int64_t, int64_t, const float*) override { return {}; }
+  Status add_context(int64_t, const FloatRows&) override { return {}; }
   // The draft cache's pages of the prompt's prefix (DraftModelBatch::adopt); the engine's own match does not
   // depend on it (the draft model feeds what it lacks itself).
   Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;

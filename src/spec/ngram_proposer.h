@@ -25,7 +25,7 @@ class NgramProposer : public Proposer {
 
   std::span<const int32_t> tap_layers() const override { return {}; }
   void reset() override {}
-  Status add_context(int64_t, int64_t, const float*) override { return {}; }
+  Status add_context(int64_t, const FloatRows&) override { return {}; }
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   int64_t max_nodes() const override { return options_.max_draft; }
 

@@ -34,7 +34,7 @@ class ReplayProposer : public Proposer {
 
   std::span<const int32_t> tap_layers() const override { return {}; }
   void reset() override { steps_ = 0; }
-  Status add_context(int64_t, int64_t, const float*) override { return {}; }
+  Status add_context(int64_t, const FloatRows&) override { return {}; }
   // A chain of up to min(max_depth, max_draft) tokens: the reference's next tokens, the first
   // accepted_this_step() of them intact and the one after changed. Nothing when the sequence has left its
   // reference (a target whose numbers depend on the batch width can part at a near-tie) or the reference ends.

@@ -39,9 +39,9 @@ void ShadowedProposer::commit_context(std::span<const int32_t> tokens) {
   shadow_->commit_context(tokens);
 }
 
-Status ShadowedProposer::add_context(int64_t first, int64_t n, const float* taps) {
-  SAKER_RETURN_IF_ERROR(lead_->add_context(first, n, nullptr));
-  return shadow_->add_context(first, n, taps);
+Status ShadowedProposer::add_context(int64_t first, const FloatRows& taps) {
+  SAKER_RETURN_IF_ERROR(lead_->add_context(first, FloatRows{.n = taps.n}));
+  return shadow_->add_context(first, taps);
 }
 
 Status ShadowedProposer::request(std::span<const int32_t> tokens, int64_t max_depth) {

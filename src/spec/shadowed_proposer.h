@@ -23,7 +23,9 @@ class ShadowedProposer : public Proposer {
   void reset() override;
   Result<int64_t> match_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override;
   void commit_context(std::span<const int32_t> tokens) override;
-  Status add_context(int64_t first, int64_t n, const float* taps) override;
+  Status add_context(int64_t first, const FloatRows& taps) override;
+  bool reads_device_taps() const override { return shadow_->reads_device_taps(); }
+  Status settle_context() override { return shadow_->settle_context(); }
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override;
   Status request(std::span<const int32_t> tokens, int64_t max_depth) override;
   // The shadow's batch: the lead drafts at once (a replay), so the shadow is what the step waits for.

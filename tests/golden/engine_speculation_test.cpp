@@ -283,7 +283,7 @@ class FlakyProposer : public Proposer {
  public:
   std::span<const int32_t> tap_layers() const override { return {}; }
   void reset() override {}
-  Status add_context(int64_t, int64_t, const float*) override { return {}; }
+  Status add_context(int64_t, const FloatRows&) override { return {}; }
   Status propose(std::span<const int32_t> tokens, int64_t max_depth, DraftNodes* out) override {
     if (++calls_ % 2 == 0) return make_error(StatusCode::kOutOfRange, "no memory for the draft");
     return ngram_->propose(tokens, max_depth, out);

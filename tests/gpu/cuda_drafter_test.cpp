@@ -1,5 +1,5 @@
 // saker-mini's DFlash drafter on the CUDA backend against the same drafter on the CPU backend: one forward
-// written on OpBackend, so the context step (host input rows, k|v-only layers) and the block step (kFull
+// written on OpBackend, so the context step (kept input rows, k|v-only layers) and the block step (kFull
 // attention, the target's head) must give the CPU's drafts, up to the GPU's rounding (f16 KV cache, other
 // summation orders). The context is also fed one position at a time, so the 1-row context step runs eagerly,
 // is captured and is replayed with new input rows; the block step is repeated to check a replay against the
@@ -92,6 +92,89 @@ TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
     EXPECT_EQ(first, again) << "replay " << k;
   }
   for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], got[i].ids[0]) << "row " << i;
+}
+
+// The engine's path on one GPU: the drafter keeps the target's taps straight from device memory (a prompt's
+// rows as they come, a verify step's accepted rows picked out of order, rows that a later call replaces) and
+// drafts exactly what the same drafter fed the same rows from the host drafts.
+TEST(CudaDrafter, TapsReadOnTheDeviceDraftWhatHostTapsDraft) {
+  SAKER_REQUIRE_GPU();
+  if (!fs::exists(mini() / "saker-mini-q8_0.gguf") || !fs::exists(mini() / "drafter")) {
+    GTEST_SKIP() << "saker-mini or its drafter not found under " << mini();
+  }
+  auto w = ModelWeights::open((mini() / "saker-mini-q8_0.gguf").string());
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  std::shared_ptr<const ModelWeights> weights = std::move(w).value();
+  auto dw = spec::DFlashWeights::load((mini() / "drafter").string(), weights);
+  ASSERT_TRUE(dw.ok()) << dw.status().to_string();
+  const spec::DFlashConfig& c = (*dw)->config;
+  const int64_t stride = static_cast<int64_t>(c.target_layers.size()) * c.n_embd;
+  const int32_t n = 40, tail = 5;  // the last `tail` positions come as a verify step's picked rows
+  std::vector<float> taps(static_cast<size_t>(n * stride));
+  for (size_t i = 0; i < taps.size(); ++i) taps[i] = std::sin(0.37f * static_cast<float>(i % 9973)) * 3.0f;
+  // On the device: the prompt rows, then a "verify step" whose rows hold the tail positions out of order, with
+  // a row that is never accepted between them.
+  const std::vector<int32_t> order = {3, 0, 4, -1, 1, 2};  // row k holds tail position order[k] (-1: junk)
+  std::vector<float> step(order.size() * stride, 100.0f);
+  std::vector<int32_t> pick(tail);
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (order[k] < 0) continue;
+    std::copy_n(taps.begin() + (n - tail + order[k]) * stride, stride, step.begin() + k * stride);
+    pick[order[k]] = static_cast<int32_t>(k);
+  }
+  float *prompt_dev = nullptr, *step_dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&prompt_dev, taps.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&step_dev, step.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(prompt_dev, taps.data(), taps.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(step_dev, step.data(), step.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+
+  OpsOptions gpu;
+  gpu.device = Device::kCuda;
+  auto from_host = spec::DFlashDrafter::create(*dw, 256, gpu);
+  auto from_device = spec::DFlashDrafter::create(*dw, 256, gpu);
+  ASSERT_TRUE(from_host.ok()) << from_host.status().to_string();
+  ASSERT_TRUE(from_device.ok()) << from_device.status().to_string();
+  ASSERT_EQ((*from_device)->device(), Device::kCuda);
+  ASSERT_TRUE((*from_host)->add_context(0, 0, n, taps.data()).ok());
+  // Both fuse the same rows in the same forwards (n - tail, then tail + 2), so their numbers must agree exactly.
+  spec::DFlashDrafter& h = **from_host;
+  ASSERT_TRUE(h.add_context(0, 0, n - tail, taps.data()).ok());
+  ASSERT_TRUE(h.run().ok());
+  ASSERT_TRUE(h.add_context(0, n - tail - 2, tail + 2, taps.data() + (n - tail - 2) * stride).ok());
+  spec::DFlashDrafter& d = **from_device;
+  ASSERT_TRUE(
+      d.add_context(0, 0, FloatRows{.data = prompt_dev, .stride = stride, .n = n - tail, .on_device = true}).ok());
+  ASSERT_TRUE(d.run().ok());
+  // A rejected draft's row, then the last two fused positions again (fused rows replaced), then the verify
+  // step's accepted rows picked in position order.
+  ASSERT_TRUE(
+      d.add_context(0, n - tail, FloatRows{.data = step_dev + 3 * stride, .stride = stride, .n = 1, .on_device = true})
+          .ok());
+  ASSERT_TRUE(d.add_context(
+                   0, n - tail - 2,
+                   FloatRows{.data = prompt_dev + (n - tail - 2) * stride, .stride = stride, .n = 2, .on_device = true})
+                  .ok());
+  ASSERT_TRUE(d.add_context(0, n - tail,
+                            FloatRows{.data = step_dev, .stride = stride, .n = tail, .pick = pick, .on_device = true})
+                  .ok());
+  EXPECT_EQ(d.n_context(0), n);
+  EXPECT_FALSE(d.add_context(0, n + 1, FloatRows{.data = step_dev, .stride = stride, .n = 1, .on_device = true}).ok())
+      << "a gap after the context";
+  EXPECT_FALSE(d.add_context(0, n, FloatRows{.data = step_dev, .stride = stride - 1, .n = 1, .on_device = true}).ok())
+      << "rows narrower than the taps";
+  ASSERT_TRUE(d.settle().ok());
+
+  const int32_t pending = 11;
+  std::vector<spec::DFlashDrafter::TopTokens> want, got;
+  ASSERT_TRUE(h.propose_top(0, pending, 4, &want).ok());
+  ASSERT_TRUE(d.propose_top(0, pending, 4, &got).ok());
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(want[i].ids, got[i].ids) << "block row " << i;
+    EXPECT_EQ(want[i].logprobs, got[i].logprobs) << "block row " << i;
+  }
+  cudaFree(prompt_dev);
+  cudaFree(step_dev);
 }
 
 }  // namespace

@@ -197,5 +197,50 @@ TEST_F(CudaTaps, DecodeStepsReplayedFromAGraphFillEachCallsBuffer) {
   }
 }
 
+// Taps kept on the device (for a drafter on the same GPU) are the rows the host copy gets, bit for bit: a
+// prompt in one forward and in chunks (each chunk's rows at its tokens' offsets), and a decode step run eagerly,
+// captured and replayed.
+TEST_F(CudaTaps, TapsKeptOnTheDeviceAreTheHostCopysBits) {
+  const std::vector<int32_t> layers = {0, 2, last_};
+  const auto n_taps = static_cast<int64_t>(layers.size());
+  const std::vector<int32_t> tokens = prompt(100), next = {7};
+  const auto n = static_cast<int64_t>(tokens.size());
+  const auto pos = static_cast<int32_t>(n);
+  auto device_rows = [&](const Model& m, int64_t rows) {
+    const FloatRows d = m.device_taps();
+    EXPECT_TRUE(d.on_device);
+    EXPECT_EQ(d.n, rows);
+    EXPECT_EQ(d.stride, n_taps * n_embd_);
+    std::vector<float> got(static_cast<size_t>(rows * n_taps * n_embd_), std::numeric_limits<float>::quiet_NaN());
+    if (d.on_device && d.n == rows && d.stride == n_taps * n_embd_) {
+      EXPECT_EQ(cudaMemcpy(got.data(), d.data, got.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    return got;
+  };
+  for (const int64_t batch_tokens : {2048, 64}) {
+    std::unique_ptr<Model> gpu;
+    std::unique_ptr<KvStorage> kv;
+    ASSERT_TRUE(make(Device::kCuda, batch_tokens, true, &gpu, &kv));
+    ASSERT_TRUE(gpu->keeps_taps_on_device());
+    std::vector<float> want(n * n_taps * n_embd_);
+    int32_t id = -1;
+    ASSERT_TRUE(forward_with_taps(*gpu, *kv, tokens, 0, layers, want.data(), &id).ok());
+    EXPECT_EQ(gpu->device_taps().n, 0) << "a step with host taps leaves none on the device";
+    // The same prompt again rewrites the same K/V: the same rows.
+    ASSERT_TRUE(forward_with_taps(*gpu, *kv, tokens, 0, layers, nullptr, &id, true).ok());
+    const std::vector<float> got = device_rows(*gpu, n);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << "prompt in batches of " << batch_tokens;
+
+    std::vector<float> step(n_taps * n_embd_);
+    ASSERT_TRUE(forward_with_taps(*gpu, *kv, next, pos, layers, step.data(), &id).ok());
+    for (int i = 0; i < 4; ++i) {  // eager, captured, replayed, replayed
+      ASSERT_TRUE(forward_with_taps(*gpu, *kv, next, pos, layers, nullptr, &id, true).ok());
+      const std::vector<float> d = device_rows(*gpu, 1);
+      EXPECT_EQ(std::memcmp(d.data(), step.data(), d.size() * sizeof(float)), 0) << "decode step, run " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace saker

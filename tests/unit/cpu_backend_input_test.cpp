@@ -1,6 +1,6 @@
-// What the DFlash drafter added to the op surface, on the CPU backend: load_input copies the request's host
-// rows; qk_norm_rope_kv_write with no query heads (k|v rows only) writes the same K/V pages, bit for bit, as
-// the full q|k|v rows do; and the head's top-k outputs are each row's top ids and log-probabilities.
+// What the DFlash drafter added to the op surface, on the CPU backend: load_input reads kept rows;
+// qk_norm_rope_kv_write with no query heads (k|v rows only) writes the same K/V pages, bit for bit, as the full q|k|v
+// rows do; and the head's top-k outputs are each row's top ids and log-probabilities.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -23,9 +23,12 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-TEST(CpuBackendInput, LoadInputCopiesTheRequestsRowsAndSaysWhenThereAreNone) {
+// Kept rows: keep_rows appends host rows (contiguous, strided, or picked out of order), load_input reads the
+// ones a step names by StepRequest::input_rows, tap_rows writes the step's taps columns; a step that names no
+// kept rows, a device source and rows of another width are refused.
+TEST(CpuBackendInput, LoadInputReadsTheKeptRowsAStepNames) {
   CpuBackend b{CpuBackendOptions{}};
-  constexpr int64_t kT = 3, kCols = 5, kStride = 7;
+  constexpr int64_t kT = 4, kCols = 5, kStride = 7;
   const ActivationSpec spec{kCols};
   AttentionSpec attn;
   attn.n_head = attn.n_head_kv = 1;
@@ -35,30 +38,56 @@ TEST(CpuBackendInput, LoadInputCopiesTheRequestsRowsAndSaysWhenThereAreNone) {
   ASSERT_TRUE(kv.ok());
   const std::vector<int32_t> table = {0}, tokens(kT, 0);
   const SequenceBatch batch(table, 0, kT, AttentionMask::kCausal);
-  const std::vector<float> input = random_floats(kT * kStride, 1);
-  std::vector<float> got(kT * kCols, -1.0f);
+  const std::vector<float> src = random_floats(6 * kStride, 1);  // 6 rows of kStride floats
+  // Rows 0, 1 as they come, then rows 5, 3 picked: kept rows 0..3 = src rows 0, 1, 5, 3.
+  auto first = b.keep_rows(FloatRows{.data = src.data(), .stride = kStride, .n = 2}, kCols);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(*first, 0);
+  const std::vector<int32_t> pick = {5, 3};
+  auto second = b.keep_rows(FloatRows{.data = src.data(), .stride = kStride, .n = 2, .pick = pick}, kCols);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_EQ(*second, 2);
+  EXPECT_EQ(b.n_kept_rows(), 4);
+  EXPECT_FALSE(b.keep_rows(FloatRows{.data = src.data(), .stride = kStride, .n = 1}, kCols - 1).ok());
+  EXPECT_FALSE(b.keep_rows(FloatRows{.data = src.data(), .stride = kStride, .n = 1, .on_device = true}, kCols).ok());
+
+  const std::vector<int32_t> input_rows = {3, 0, 2, 2};  // src rows 3, 0, 5, 5
+  std::vector<float> got(kT * (kCols + 1), -1.0f);
   StepRequest r;
   r.tokens = tokens;
   r.attn = &batch.attn;
   r.kv = (*kv)->layers();
   r.n_vocab = 4;
-  r.input = input.data();
-  r.input_stride = kStride;
+  r.input_rows = input_rows;
+  r.taps_out = got.data();
+  r.taps_stride = kCols + 1;
+  const std::vector<int32_t> layers = {0};
+  r.tap_layers = layers;
   StepProgram p;
   p.body = [&] {
     const Act a = b.buffer(0, kT);
     if (Status s = b.load_input(a); !s.ok()) return s;
-    return b.copy_rows_to_host(a, got.data(), kCols);
+    return b.tap_rows(a, 1);
   };
   p.head = [](int64_t, int64_t) { return Status{}; };
   ASSERT_TRUE(b.run_step(r, p).ok());
+  const int32_t want[kT] = {3, 0, 5, 5};
   for (int64_t t = 0; t < kT; ++t) {
-    EXPECT_EQ(0, std::memcmp(got.data() + t * kCols, input.data() + t * kStride, kCols * sizeof(float))) << t;
+    EXPECT_EQ(got[t * (kCols + 1)], -1.0f) << t;  // column 0 is not the copy's
+    EXPECT_EQ(0, std::memcmp(got.data() + t * (kCols + 1) + 1, src.data() + want[t] * kStride, kCols * sizeof(float)))
+        << t;
   }
-  r.input = nullptr;
+  const std::vector<int32_t> outside = {0, 1, 2, 4};  // kept row 4 does not exist
+  r.input_rows = outside;
+  EXPECT_FALSE(b.run_step(r, p).ok());
+  r.input_rows = {};
   const Status none = b.run_step(r, p);
   EXPECT_FALSE(none.ok());
   EXPECT_NE(none.message().find("load_input"), std::string::npos) << none.to_string();
+  b.clear_kept_rows();
+  EXPECT_EQ(b.n_kept_rows(), 0);
+  r.taps_on_device = true;  // no device to keep them on
+  EXPECT_FALSE(b.run_step(r, p).ok());
 }
 
 TEST(CpuBackendInput, KvOnlyRowsWriteTheSamePagesAsFullRows) {

@@ -261,18 +261,15 @@ Status CudaBackend::ensure_taps_capacity(int64_t n) {
   return {};
 }
 
-Status CudaBackend::ensure_input_rows_capacity(int64_t n) {
-  if (n <= input_capacity_) return {};
-  SAKER_RETURN_IF_ERROR(drop_graphs());  // their copies read the old buffers
-  const int64_t cap = std::max<int64_t>(n, 2 * input_capacity_);
-  mem_.release(input_host_);
-  mem_.release(input_dev_);
-  input_host_ = input_dev_ = nullptr;
-  input_capacity_ = 0;
-  SAKER_ASSIGN_OR_RETURN(void* hp, mem_.alloc_host(cap * sizeof(float), "step input rows"));
-  input_host_ = static_cast<float*>(hp);
-  SAKER_ASSIGN_OR_RETURN(input_dev_, mem_.alloc_array<float>(cap, "step input rows"));
-  input_capacity_ = cap;
+Status CudaBackend::ensure_device_taps_capacity(int64_t n) {
+  if (n <= taps_dev_capacity_) return {};
+  SAKER_RETURN_IF_ERROR(drop_graphs());  // their tap copies write to the old buffer
+  const int64_t cap = std::max<int64_t>(n, 2 * taps_dev_capacity_);
+  mem_.release(taps_dev_);
+  taps_dev_ = nullptr;
+  taps_dev_capacity_ = 0;
+  SAKER_ASSIGN_OR_RETURN(taps_dev_, mem_.alloc_array<float>(cap, "hidden-state taps on the device"));
+  taps_dev_capacity_ = cap;
   return {};
 }
 
@@ -295,7 +292,7 @@ Status CudaBackend::take_outputs(const Chunk& c, int64_t first, int64_t n) const
 
 Status CudaBackend::enqueue_step(const StepShape& s, const cuda::PackedAttentionLayout& layout,
                                  const StepProgram& program) {
-  const int64_t n_in = s.n_tokens + s.n_out + layout.total;
+  const int64_t n_in = s.n_tokens + s.n_out + layout.total + (s.input_rows ? s.n_tokens : 0);
   SAKER_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(in_dev_, in_host_, n_in * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   cur_.n_tokens = s.n_tokens;
@@ -304,12 +301,7 @@ Status CudaBackend::enqueue_step(const StepShape& s, const cuda::PackedAttention
   cur_.top_k = s.top_k;
   cur_.tokens = in_dev_;
   cur_.rows = in_dev_ + s.n_tokens;
-  cur_.input = s.input_stride > 0 ? input_dev_ : nullptr;
-  cur_.input_stride = s.input_stride;
-  if (s.input_stride > 0) {
-    SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_dev_, input_host_, s.n_tokens * s.input_stride * sizeof(float),
-                                               cudaMemcpyHostToDevice, stream_));
-  }
+  cur_.input_rows = s.input_rows ? in_dev_ + s.n_tokens + s.n_out + layout.total : nullptr;
   cur_.batch.layout = layout;
   cur_.batch.data = in_dev_ + s.n_tokens + s.n_out;
   cur_.batch.block_size = static_cast<int32_t>(kv_.block_size);
@@ -355,30 +347,29 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
   s.want_argmax = c.argmax != nullptr;
   s.top_k = c.top_k;
   s.kv = kv_.pointers;
-  if (c.taps) {
+  if (c.taps || c.taps_on_device) {
     s.taps_stride = c.taps_stride;
+    s.taps_on_device = c.taps_on_device;
     s.tap_layers.assign(c.tap_layers.begin(), c.tap_layers.end());
   }
+  s.input_rows = !c.input_rows.empty();
 
   cuda::DeviceAttentionBatch probe;
   probe.layout = layout;
   probe.block_size = static_cast<int32_t>(kv_.block_size);
   SAKER_RETURN_IF_ERROR(ensure_attention_workspace(cuda::attention_workspace_bytes(probe, attention_launch(ctx_cap))));
-  SAKER_RETURN_IF_ERROR(ensure_input_capacity(T + n_out + layout.total));
-  SAKER_RETURN_IF_ERROR(ensure_taps_capacity(T * s.taps_stride));
-  if (c.input) {
-    s.input_stride = c.input_stride;
-    SAKER_RETURN_IF_ERROR(ensure_input_rows_capacity(T * s.input_stride));
-    std::memcpy(input_host_, c.input, static_cast<size_t>(T * s.input_stride) * sizeof(float));
-  }
+  SAKER_RETURN_IF_ERROR(ensure_input_capacity(T + n_out + layout.total + (s.input_rows ? T : 0)));
+  if (!s.taps_on_device) SAKER_RETURN_IF_ERROR(ensure_taps_capacity(T * s.taps_stride));
 
   std::copy(c.tokens.begin(), c.tokens.end(), in_host_);
   std::copy(c.output_rows.begin(), c.output_rows.end(), in_host_ + T);
   std::copy(packed.begin(), packed.end(), in_host_ + T + n_out);
+  std::copy(c.input_rows.begin(), c.input_rows.end(), in_host_ + T + n_out + layout.total);
 
-  // copy_rows_to_host turns the program's host pointers into staging columns relative to this base; only the
-  // columns reach a graph.
-  cur_.taps_base = c.taps ? c.taps_base : nullptr;
+  // tap_rows writes at fixed addresses (the pinned staging, or the device rows of a chunk that starts at row0:
+  // always 0 in a graph, whose steps are one chunk).
+  cur_.taps = s.taps_stride == 0 ? nullptr : s.taps_on_device ? taps_dev_ + c.row0 * s.taps_stride : taps_host_;
+  cur_.taps_kind = s.taps_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
   cur_.taps_stride = s.taps_stride;
 
   const bool use_graph = options_.cuda_graphs && !c.one_off && T <= kGraphMaxTokens &&
@@ -407,7 +398,8 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
     SAKER_RETURN_IF_ERROR(enqueue_step(s, layout, program));
   }
 
-  if (n_out <= head_rows_ || c.taps) SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  // Taps kept on the device are read by another stream (a drafter's keep_rows) once this returns.
+  if (n_out <= head_rows_ || s.taps_stride > 0) SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   if (c.taps) std::memcpy(c.taps, taps_host_, T * s.taps_stride * sizeof(float));
   if (n_out <= head_rows_) return take_outputs(c, 0, n_out);
   // More outputs than one head pass holds (prompt logits of a long prompt): slices, each copied out.
@@ -429,10 +421,16 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
     return make_error(StatusCode::kInvalidArgument, "forward: {} tokens but attention metadata for {}", T,
                       r.attn->n_tokens());
   }
-  if (r.taps_out && (r.taps_stride <= 0 || r.tap_layers.empty())) {
+  const bool taps = r.taps_out || r.taps_on_device;
+  if (taps && (r.taps_stride <= 0 || r.tap_layers.empty())) {
     return make_error(StatusCode::kInvalidArgument, "forward: hidden-state taps of row stride {} and {} layers",
                       r.taps_stride, r.tap_layers.size());
   }
+  if (!r.input_rows.empty() && static_cast<int64_t>(r.input_rows.size()) != T) {
+    return make_error(StatusCode::kInvalidArgument, "forward: {} input rows for {} tokens", r.input_rows.size(), T);
+  }
+  last_device_taps_ = {};
+  if (r.taps_on_device) SAKER_RETURN_IF_ERROR(ensure_device_taps_capacity(T * r.taps_stride));
   // Tokens index the embedding table, whose rows can outnumber the head's (a tensor-parallel rank's head holds
   // a slice of the vocabulary): checked against the table once embedding() has seen it (the first, eager run of
   // any step), and in embedding() itself.
@@ -445,11 +443,28 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
   SAKER_ASSIGN_OR_RETURN(kv_, bind_kv(r.kv));
   SAKER_RETURN_IF_ERROR(r.attn->validate(kv_.n_blocks, kv_.block_size));
   SAKER_RETURN_IF_ERROR(check_top_k(r));
-  const Chunk whole{.tokens = r.tokens, .attn = r.attn, .output_rows = r.output_rows, .logits = r.logits,
-                    .argmax = r.argmax, .taps = r.taps_out, .taps_base = r.taps_out, .taps_stride = r.taps_stride,
-                    .tap_layers = r.tap_layers, .input = r.input, .input_stride = r.input_stride,
-                    .top_k = r.top_k, .top_ids = r.top_ids, .top_logprobs = r.top_logprobs, .one_off = r.one_off};
-  if (T <= max_tokens_) return run_chunk(whole, program);
+  const Chunk whole{.tokens = r.tokens,
+                    .attn = r.attn,
+                    .output_rows = r.output_rows,
+                    .logits = r.logits,
+                    .argmax = r.argmax,
+                    .taps = r.taps_on_device ? nullptr : r.taps_out,
+                    .taps_on_device = r.taps_on_device,
+                    .taps_stride = taps ? r.taps_stride : 0,
+                    .tap_layers = r.tap_layers,
+                    .input_rows = r.input_rows,
+                    .top_k = r.top_k,
+                    .top_ids = r.top_ids,
+                    .top_logprobs = r.top_logprobs,
+                    .one_off = r.one_off};
+  const auto done = [&] {
+    if (r.taps_on_device) last_device_taps_ = {.data = taps_dev_, .stride = r.taps_stride, .n = T, .on_device = true};
+    return Status{};
+  };
+  if (T <= max_tokens_) {
+    SAKER_RETURN_IF_ERROR(run_chunk(whole, program));
+    return done();
+  }
   if (r.top_k > 0) {  // a drafter's blocks fit one batch (DFlashDrafter splits them so)
     return make_error(StatusCode::kInvalidArgument,
                       "forward: top-k outputs of a batch of {} tokens, over the CUDA batch size {}", T, max_tokens_);
@@ -489,8 +504,9 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
     chunk.output_rows = rows;
     chunk.logits = r.logits ? chunk_logits.data() : nullptr;
     chunk.argmax = r.argmax ? chunk_ids.data() : nullptr;
-    chunk.taps = r.taps_out ? r.taps_out + b * r.taps_stride : nullptr;  // the chunk's tokens' rows
-    chunk.input = r.input ? r.input + b * r.input_stride : nullptr;
+    chunk.taps = whole.taps ? r.taps_out + b * r.taps_stride : nullptr;  // the chunk's tokens' rows
+    chunk.row0 = b;
+    chunk.input_rows = r.input_rows.empty() ? r.input_rows : r.input_rows.subspan(b, e - b);
     SAKER_RETURN_IF_ERROR(run_chunk(chunk, program));
     for (size_t i = 0; i < where.size(); ++i) {
       if (r.logits) {
@@ -499,7 +515,7 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
       if (r.argmax) r.argmax[where[i]] = chunk_ids[i];
     }
   }
-  return {};
+  return done();
 }
 
 Act CudaBackend::buffer(int id, int64_t rows) {
@@ -510,11 +526,65 @@ Act CudaBackend::buffer(int id, int64_t rows) {
 // Each head pass fills the logits buffer from its first row; take_outputs places the rows.
 Act CudaBackend::logits(int64_t, int64_t n) { return {logits_dev_, n, n_vocab_, n_vocab_}; }
 
+// The kept rows the step names, gathered on the device: indices from the step's inputs, so a graph replays it.
 Status CudaBackend::load_input(const Act& out) {
-  SAKER_RETURN_IF_ERROR(check_load_input(out, cur_.input != nullptr, cur_.n_tokens, cur_.input_stride));
-  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(out.data, out.stride * sizeof(float), cur_.input,
-                                               cur_.input_stride * sizeof(float), out.cols * sizeof(float), out.rows,
-                                               cudaMemcpyDeviceToDevice, stream_));
+  if (cur_.input_rows == nullptr || out.rows != cur_.n_tokens || out.cols != kept_cols_ || !out.contiguous()) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "load_input: {} rows of {} floats asked, the step reads {} kept rows of {} floats", out.rows,
+                      out.cols, cur_.input_rows ? cur_.n_tokens : 0, kept_cols_);
+  }
+  return cuda::gather_rows(kept_dev_, cur_.input_rows, out.rows, out.cols, out.data, stream_);
+}
+
+Result<int64_t> CudaBackend::keep_rows(const FloatRows& src, int64_t cols) {
+  const cuda::ScopedDevice on(device_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (n_kept_ == 0) kept_cols_ = cols;
+  if (cols <= 0 || cols != kept_cols_ || cols > src.stride || src.n < 0 || (src.n > 0 && src.data == nullptr)) {
+    return make_error(StatusCode::kInvalidArgument, "keep_rows: {} rows of {} floats (stride {}) beside rows of {}",
+                      src.n, cols, src.stride, kept_cols_);
+  }
+  const int64_t first = n_kept_;
+  if ((first + src.n) * cols > kept_capacity_) {
+    // Grown on the stream's order: the old rows move over before the old buffer goes. Graphs that gather from
+    // the old buffer go first.
+    SAKER_RETURN_IF_ERROR(drop_graphs());
+    const int64_t cap = std::max<int64_t>({(first + src.n) * cols, 2 * kept_capacity_, 64 * cols});
+    SAKER_ASSIGN_OR_RETURN(float* grown, mem_.alloc_array<float>(static_cast<size_t>(cap), "kept input rows"));
+    if (first > 0) {
+      SAKER_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(grown, kept_dev_, first * cols * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+      SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    }
+    mem_.release(kept_dev_);
+    kept_dev_ = grown;
+    kept_capacity_ = cap;
+  }
+  // cudaMemcpyDefault: the source may be this GPU's memory (a target's taps) or the host's (a host target); a
+  // pageable host source is staged before the call returns.
+  const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
+  float* dst = kept_dev_ + first * cols;
+  if (src.pick.empty()) {
+    if (src.n > 0) {
+      SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst, row_bytes, src.data, src.stride * sizeof(float), row_bytes,
+                                                   src.n, cudaMemcpyDefault, stream_));
+    }
+  } else {
+    for (int64_t i = 0; i < src.n; ++i) {
+      SAKER_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(dst + i * cols, src.row_data(i), row_bytes, cudaMemcpyDefault, stream_));
+    }
+  }
+  n_kept_ = first + src.n;
+  unsettled_ = unsettled_ || src.n > 0;
+  return first;
+}
+
+Status CudaBackend::settle() {
+  if (!unsettled_) return {};
+  const cuda::ScopedDevice on(device_);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  unsettled_ = false;
   return {};
 }
 
@@ -657,27 +727,20 @@ Status CudaBackend::emit_outputs(const Act& logits, int64_t) {
   return {};
 }
 
-// Into the staging buffer at out's column of the request's taps rows: a graph replayed for a later call (another
-// taps_out) then still writes the right place; run_chunk copies the rows out after the step.
-Status CudaBackend::copy_rows_to_host(const Act& x, float* out, int64_t out_stride) {
-  if (cur_.taps_base == nullptr) {
+// Into the staging buffer (or the device taps) at column col of the step's taps rows: a graph replayed for a
+// later call then still writes the right place; run_chunk copies host rows out after the step.
+Status CudaBackend::tap_rows(const Act& x, int64_t col) {
+  if (cur_.taps == nullptr) {
     return make_error(StatusCode::kInvalidArgument, "forward: a hidden-state copy in a step that asked for no taps");
   }
-  if (x.rows != cur_.n_tokens) {
-    return make_error(StatusCode::kInvalidArgument, "forward: a hidden-state copy of {} rows in a step of {} tokens",
-                      x.rows, cur_.n_tokens);
-  }
-  constexpr intptr_t kFloat = sizeof(float);
-  const intptr_t bytes = reinterpret_cast<intptr_t>(out) - reinterpret_cast<intptr_t>(cur_.taps_base);
-  const int64_t col = bytes / kFloat;
-  if (out_stride != cur_.taps_stride || bytes % kFloat != 0 || col < 0 || col + x.cols > cur_.taps_stride) {
+  if (x.rows != cur_.n_tokens || col < 0 || col + x.cols > cur_.taps_stride) {
     return make_error(StatusCode::kInvalidArgument,
-                      "forward: a hidden-state copy of {} columns to float {} of rows of {} (taps rows of {})", x.cols,
-                      col, out_stride, cur_.taps_stride);
+                      "forward: a hidden-state copy of {} x {} to column {} of taps rows of {} in a step of {} tokens",
+                      x.rows, x.cols, col, cur_.taps_stride, cur_.n_tokens);
   }
-  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(taps_host_ + col, cur_.taps_stride * sizeof(float), x.data,
-                                               x.stride * sizeof(float), x.cols * sizeof(float), x.rows,
-                                               cudaMemcpyDeviceToHost, stream_));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(cur_.taps + col, cur_.taps_stride * sizeof(float), x.data,
+                                               x.stride * sizeof(float), x.cols * sizeof(float), x.rows, cur_.taps_kind,
+                                               stream_));
   return {};
 }
 

@@ -16,7 +16,9 @@
 //
 // Hidden-state taps, like the logits, go through a pinned staging buffer at fixed addresses and reach the
 // caller's rows after the step synchronizes: a replay must not write to the host pointer of the call that
-// was captured.
+// was captured. Taps asked for on the device stay in a device buffer (device_taps()) for a drafter on this GPU,
+// which keeps the rows it needs (keep_rows, copied on its own stream) and reads them in its context forward
+// (load_input gathers them by StepRequest::input_rows): no tapped row crosses to the host.
 #include <cuda_runtime.h>
 
 #include <map>
@@ -65,6 +67,11 @@ class CudaBackend final : public OpBackend {
 
   Status embedding(const PreparedMatrix& table, float scale, const Act& out) override;
   Status load_input(const Act& out) override;
+  FloatRows device_taps() const override { return last_device_taps_; }
+  Result<int64_t> keep_rows(const FloatRows& src, int64_t cols) override;
+  void clear_kept_rows() override { n_kept_ = 0; }
+  int64_t n_kept_rows() const override { return n_kept_; }
+  Status settle() override;
   Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) override;
   Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) override;
   Status norm_matmul(const Act& x, const PreparedVector& norm, float eps, const Act& normed, const PreparedMatrix& w,
@@ -79,7 +86,7 @@ class CudaBackend final : public OpBackend {
   Status gather_outputs(const Act& x, int64_t first, const Act& out) override;
   Status soft_cap(const Act& x, float cap) override;
   Status emit_outputs(const Act& logits, int64_t first) override;
-  Status copy_rows_to_host(const Act& x, float* out, int64_t out_stride) override;
+  Status tap_rows(const Act& x, int64_t col) override;
   void trace(const Act&, const char*, int, int64_t) override {}  // device memory: no host trace
 
  private:
@@ -110,11 +117,12 @@ class CudaBackend final : public OpBackend {
     int32_t top_k = 0;                             // > 0: the top-k outputs instead
     std::vector<const void*> kv;                   // DeviceKv::pointers
     int64_t taps_stride = 0;                       // 0: no taps; else the staging buffer's row
+    bool taps_on_device = false;                   // the taps' copies stay on the device
     std::vector<int32_t> tap_layers;               // which copies into it the body makes
-    int64_t input_stride = 0;                      // 0: no host input rows; else their row (floats)
+    bool input_rows = false;                       // load_input gathers kept rows (their indices follow the batch)
     auto key() const {
       return std::tie(n_tokens, n_out, n_seqs, packed_total, ctx_capacity, block_size, want_logits, want_argmax, top_k,
-                      kv, taps_stride, tap_layers, input_stride);
+                      kv, taps_stride, taps_on_device, tap_layers, input_rows);
     }
     bool operator<(const StepShape& o) const { return key() < o.key(); }
   };
@@ -126,11 +134,11 @@ class CudaBackend final : public OpBackend {
     float* logits = nullptr;    // [n_out, n_vocab] host rows, or null
     int32_t* argmax = nullptr;  // [n_out] host, or null
     float* taps = nullptr;             // [n_tokens, taps_stride] host rows of the chunk's tokens, or null
-    const float* taps_base = nullptr;  // the request's taps_out: the program's copy pointers lie in its rows
+    bool taps_on_device = false;       // instead: rows [row0, row0 + n_tokens) of the device taps
+    int64_t row0 = 0;                  // the chunk's first token in its request
     int64_t taps_stride = 0;
     std::span<const int32_t> tap_layers;
-    const float* input = nullptr;  // [n_tokens, input_stride] host rows of the chunk's tokens, or null
-    int64_t input_stride = 0;
+    std::span<const int32_t> input_rows;  // [n_tokens] kept rows load_input reads, or empty
     int32_t top_k = 0;                // > 0: [n_out, top_k] ids and log-probabilities into these host rows
     int32_t* top_ids = nullptr;
     float* top_logprobs = nullptr;
@@ -143,10 +151,10 @@ class CudaBackend final : public OpBackend {
     int32_t top_k = 0;
     const int32_t* tokens = nullptr;   // device [n_tokens]
     const int32_t* rows = nullptr;     // device [n_out] output rows
-    const float* taps_base = nullptr;  // Chunk::taps_base (null: no taps) and its row stride
+    float* taps = nullptr;             // where tap_rows writes row 0 (pinned staging or device rows; null: no taps)
     int64_t taps_stride = 0;
-    const float* input = nullptr;      // device [n_tokens, input_stride] input rows, or null
-    int64_t input_stride = 0;
+    cudaMemcpyKind taps_kind = cudaMemcpyDeviceToHost;
+    const int32_t* input_rows = nullptr;  // device [n_tokens] kept rows load_input gathers, or null
     cuda::DeviceAttentionBatch batch;
     cuda::AttentionLaunch launch;
   };
@@ -164,7 +172,7 @@ class CudaBackend final : public OpBackend {
   Status ensure_attention_workspace(size_t bytes);
   Status ensure_input_capacity(int64_t n_int32);
   Status ensure_taps_capacity(int64_t n_floats);
-  Status ensure_input_rows_capacity(int64_t n_floats);
+  Status ensure_device_taps_capacity(int64_t n_floats);
   // Packs the chunk's inputs, runs the program (graph or eager), copies its outputs out.
   Status run_chunk(const Chunk& chunk, const StepProgram& program);
   // Enqueues the program on stream_ (inputs already in the pinned buffer).
@@ -211,11 +219,13 @@ class CudaBackend final : public OpBackend {
   float* top_lp_host_ = nullptr;
   float* taps_host_ = nullptr;      // pinned [chunk tokens, taps_stride]: the step's staged taps
   int64_t taps_capacity_ = 0;       // floats
-  // Host input rows (StepRequest::input), staged in pinned memory so a captured graph copies from a fixed
-  // address, and their device mirror.
-  float* input_host_ = nullptr;     // pinned [chunk tokens, input_stride]
-  float* input_dev_ = nullptr;      // [chunk tokens, input_stride]
-  int64_t input_capacity_ = 0;      // floats
+  float* taps_dev_ = nullptr;       // [request tokens, taps_stride]: taps kept on the device
+  int64_t taps_dev_capacity_ = 0;   // floats
+  FloatRows last_device_taps_;      // the last step's, when it kept them here
+  // Kept rows (keep_rows): [n_kept_, kept_cols_] on the device, in a buffer of kept_capacity_ floats.
+  float* kept_dev_ = nullptr;
+  int64_t kept_capacity_ = 0, kept_cols_ = 0, n_kept_ = 0;
+  bool unsettled_ = false;  // keep_rows' copies enqueued since the last settle()
 
   std::mutex mutex_;  // one step at a time: the activations, the stream and the graphs are shared
   DeviceKv kv_;       // the running step's KV

@@ -89,6 +89,13 @@ void CpuBackend::compute_row_runs() {
 Status CpuBackend::run_step(const StepRequest& request, const StepProgram& program) {
   std::lock_guard<std::mutex> lock(mutex_);  // the step state and scratch are the backend's
   SAKER_RETURN_IF_ERROR(check_top_k(request));
+  if (request.taps_on_device) {
+    return make_error(StatusCode::kInvalidArgument, "forward: the CPU backend has no device to keep taps on");
+  }
+  if (request.taps_stride > 0 && (request.taps_out == nullptr || request.tap_layers.empty())) {
+    return make_error(StatusCode::kInvalidArgument, "forward: hidden-state taps of {} layers without an output buffer",
+                      request.tap_layers.size());
+  }
   for (const LayerKv& layer : request.kv) {  // the CPU ops read and write the views directly
     if (layer.k.device != Device::kCpu || layer.v.device != Device::kCpu) {
       return make_error(StatusCode::kInvalidArgument, "forward: the CPU decoder was given KV views on the {}",
@@ -134,9 +141,24 @@ Status CpuBackend::embedding(const PreparedMatrix& table, float scale, const Act
 }
 
 Status CpuBackend::load_input(const Act& out) {
-  SAKER_RETURN_IF_ERROR(check_load_input(out, step_.input != nullptr, step_tokens(), step_.input_stride));
-  copy_rows(step_.input, step_.input_stride, out.data, out.stride, out.rows, out.cols);
+  SAKER_RETURN_IF_ERROR(check_load_input(out, step_.input_rows, step_tokens(), kept_cols_, n_kept_rows()));
+  for (int64_t t = 0; t < out.rows; ++t) {
+    std::copy_n(kept_.data() + step_.input_rows[t] * kept_cols_, out.cols, out.data + t * out.stride);
+  }
   return {};
+}
+
+Result<int64_t> CpuBackend::keep_rows(const FloatRows& src, int64_t cols) {
+  if (src.on_device) return make_error(StatusCode::kInvalidArgument, "keep_rows: the CPU backend reads no GPU memory");
+  if (n_kept_rows() == 0) kept_cols_ = cols;
+  if (cols <= 0 || cols != kept_cols_ || cols > src.stride || src.n < 0 || (src.n > 0 && src.data == nullptr)) {
+    return make_error(StatusCode::kInvalidArgument, "keep_rows: {} rows of {} floats (stride {}) beside rows of {}",
+                      src.n, cols, src.stride, kept_cols_);
+  }
+  const int64_t first = n_kept_rows();
+  kept_.resize(static_cast<size_t>((first + src.n) * cols));
+  for (int64_t i = 0; i < src.n; ++i) std::copy_n(src.row_data(i), cols, kept_.data() + (first + i) * cols);
+  return first;
 }
 
 Status CpuBackend::rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) {
@@ -311,8 +333,13 @@ Status CpuBackend::emit_outputs(const Act& logits, int64_t first) {
   return {};
 }
 
-Status CpuBackend::copy_rows_to_host(const Act& x, float* out, int64_t out_stride) {
-  copy_rows(x.data, x.stride, out, out_stride, x.rows, x.cols);
+Status CpuBackend::tap_rows(const Act& x, int64_t col) {
+  if (step_.taps_out == nullptr || col < 0 || col + x.cols > step_.taps_stride || x.rows != step_tokens()) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "forward: a hidden-state copy of {} x {} to column {} of taps rows of {}", x.rows, x.cols, col,
+                      step_.taps_stride);
+  }
+  copy_rows(x.data, x.stride, step_.taps_out + col, step_.taps_stride, x.rows, x.cols);
   return {};
 }
 

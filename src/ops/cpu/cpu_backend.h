@@ -58,7 +58,10 @@ class CpuBackend final : public OpBackend {
   int n_ranks() const override { return options_.communicator ? options_.communicator->size() : 1; }
   Status all_reduce(const Act& x) override;
   Status emit_outputs(const Act& logits, int64_t first) override;
-  Status copy_rows_to_host(const Act& x, float* out, int64_t out_stride) override;
+  Status tap_rows(const Act& x, int64_t col) override;
+  Result<int64_t> keep_rows(const FloatRows& src, int64_t cols) override;
+  void clear_kept_rows() override { kept_.clear(); }
+  int64_t n_kept_rows() const override { return kept_cols_ > 0 ? static_cast<int64_t>(kept_.size()) / kept_cols_ : 0; }
   void trace(const Act& x, const char* name, int layer, int64_t heads) override;
 
  private:
@@ -86,6 +89,8 @@ class CpuBackend final : public OpBackend {
   int64_t n_vocab_ = 0;
 
   StepRequest step_;
+  std::vector<float> kept_;  // [n_kept_rows, kept_cols_] keep_rows
+  int64_t kept_cols_ = 0;
   std::vector<RowRun> runs_;
   std::vector<std::vector<float>> buffers_;          // per spec: [rows, cols]
   std::vector<float> logits_scratch_;                // [n_outputs, n_vocab] when only ids are wanted
