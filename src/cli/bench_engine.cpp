@@ -36,6 +36,9 @@ struct RunFigures {
   int64_t generated = 0;       // every generated token
   int64_t steps = 0, step_tokens = 0, preemptions = 0;
   int64_t undrafted_steps = 0;  // steps the speculation cost policy held drafts back
+  // Decode-only steps without drafts and with them, and their wall time (EngineStats).
+  int64_t plain_decode_steps = 0, drafting_steps = 0;
+  double plain_decode_ms = 0, drafting_ms = 0;
   std::vector<double> ttft_ms;
   std::vector<std::vector<int32_t>> prompts, outputs;  // per request
   DraftStats drafts;                                   // summed over the requests (speculating runs)
@@ -162,6 +165,10 @@ Result<RunFigures> run_once(Engine& engine, const Level& l, std::vector<std::vec
   f.step_tokens = after.step_tokens - before.step_tokens;
   f.preemptions = after.preemptions - before.preemptions;
   f.undrafted_steps = after.undrafted_steps - before.undrafted_steps;
+  f.plain_decode_steps = after.plain_decode_steps - before.plain_decode_steps;
+  f.drafting_steps = after.drafting_steps - before.drafting_steps;
+  f.plain_decode_ms = after.plain_decode_ms - before.plain_decode_ms;
+  f.drafting_ms = after.drafting_ms - before.drafting_ms;
   f.prompts = std::move(prompts);
   for (Request& r : reqs) {
     f.outputs.push_back(std::move(r.output));
@@ -174,9 +181,29 @@ struct ReplayRow {
   double mean_commit = 0;
   double decode_tps = 0, tokens_per_verify = 0;
   int64_t steps = 0, undrafted_steps = 0;  // summed over the timed runs
+  // Decode-only steps of the timed runs: without drafts, with them; and the plain level's decode steps.
+  int64_t plain_decode_steps = 0, drafting_steps = 0;
+  double plain_decode_ms = 0, drafting_ms = 0, plain_level_step_ms = 0;
   bool exact = true;
-  spec::DFlashDrafter::Stats drafter;      // over every run, warm-up included (no drafter: zeros)
+  spec::DFlashDrafter::Stats drafter;  // over the timed runs (no drafter: zeros)
 };
+
+// What a drafter did between two snapshots of its counters.
+spec::DFlashDrafter::Stats stats_since(const spec::DFlashDrafter::Stats& before,
+                                       const spec::DFlashDrafter::Stats& now) {
+  spec::DFlashDrafter::Stats d = now;
+  d.context_forwards -= before.context_forwards;
+  d.context_rows -= before.context_rows;
+  d.block_forwards -= before.block_forwards;
+  d.blocks -= before.blocks;
+  d.runs -= before.runs;
+  d.cached_positions -= before.cached_positions;
+  d.context_ms -= before.context_ms;
+  d.block_ms -= before.block_ms;
+  return d;
+}
+
+double per_step(double ms, int64_t steps) { return steps > 0 ? ms / static_cast<double>(steps) : 0.0; }
 
 // The replay proposers of a level: each sequence replays its reference, shadowed by a slot of one drafter of
 // real size when the bench has one (its drafts dropped, its cost kept).
@@ -210,7 +237,9 @@ Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, con
   auto engine = Engine::create(model, tokenizer, eo);
   if (!engine.ok()) return engine.status();
   std::vector<RunFigures> runs;
+  spec::DFlashDrafter::Stats before;
   for (int i = 0; i < a.warmup + a.reps; ++i) {
+    if (i == a.warmup && drafter) before = drafter->stats();
     SAKER_ASSIGN_OR_RETURN(RunFigures f, run_once(**engine, l, plain.prompts));
     if (i >= a.warmup) runs.push_back(std::move(f));
   }
@@ -223,6 +252,10 @@ Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, con
     all.merge(f.drafts);
     row.steps += f.steps;
     row.undrafted_steps += f.undrafted_steps;
+    row.plain_decode_steps += f.plain_decode_steps;
+    row.drafting_steps += f.drafting_steps;
+    row.plain_decode_ms += f.plain_decode_ms;
+    row.drafting_ms += f.drafting_ms;
     const bool same = f.outputs == plain.outputs;
     row.exact = row.exact && same;
     runs_json->push_back({{"mean_commit", mean_commit}, {"decode_ms", f.decode_ms}, {"decode_tokens", f.decode_tokens},
@@ -232,7 +265,8 @@ Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, con
   }
   row.decode_tps = median_of(std::move(tps));
   row.tokens_per_verify = all.mean_accepted_length();
-  if (drafter) row.drafter = drafter->stats();
+  if (drafter) row.drafter = stats_since(before, drafter->stats());
+  row.plain_level_step_ms = per_step(plain.plain_decode_ms, plain.plain_decode_steps);
   return row;
 }
 
@@ -349,11 +383,20 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
       fmt::print(stderr, "  N={:<4} replay:{:<4} decode {:>9.1f} tok/s ({:.2f}x plain), {:.2f} tokens per verify step{}\n", n,
                  L, r->decode_tps, r->decode_tps / s.decode_tps, r->tokens_per_verify,
                  r->exact ? "" : ", tokens differ from plain decoding");
-      replay_rows.push_back({{"mean_commit", L}, {"max_draft", a.max_draft}, {"decode_tokens_per_s", r->decode_tps},
+      replay_rows.push_back({{"mean_commit", L},
+                             {"max_draft", a.max_draft},
+                             {"decode_tokens_per_s", r->decode_tps},
                              {"relative_to_plain", r->decode_tps / s.decode_tps},
-                             {"tokens_per_verify_step", r->tokens_per_verify}, {"same_tokens_as_plain", r->exact},
-                             {"cost_policy", !a.always_speculate}, {"steps", r->steps},
+                             {"tokens_per_verify_step", r->tokens_per_verify},
+                             {"same_tokens_as_plain", r->exact},
+                             {"cost_policy", !a.always_speculate},
+                             {"steps", r->steps},
                              {"undrafted_steps", r->undrafted_steps},
+                             {"plain_decode_steps", r->plain_decode_steps},
+                             {"plain_decode_ms", r->plain_decode_ms},
+                             {"drafting_steps", r->drafting_steps},
+                             {"drafting_ms", r->drafting_ms},
+                             {"plain_level_step_ms", r->plain_level_step_ms},
                              {"drafter", a.replay_drafter ? a.replay_drafter_name : "none"},
                              {"drafter_blocks", r->drafter.blocks},
                              {"drafter_block_forwards", r->drafter.block_forwards},
@@ -394,18 +437,23 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                s.tokens_per_step);
   }
   if (!replay_table.empty()) {
-    fmt::print("\n| N | spec | drafter | decode tok/s | x plain | tokens / verify step | steps without drafts | "
-               "drafter ms / run (context + blocks) | same tokens as plain |\n|---|---|---|---|---|---|---|---|---|\n");
+    fmt::print(
+        "\n| N | spec | drafter | decode tok/s | x plain | tokens / verify step | steps without drafts | "
+        "ms / step: plain (plain level) + drafting | drafter ms, timed runs (context + blocks) | "
+        "same tokens as plain |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (const ReplaySummary& r : replay_table) {
       const spec::DFlashDrafter::Stats& d = r.row.drafter;
-      const std::string drafter_ms =
-          d.runs > 0 ? fmt::format("{:.2f} ({:.2f} + {:.2f})", (d.context_ms + d.block_ms) / d.runs,
-                                   d.context_ms / d.runs, d.block_ms / d.runs)
-                     : "-";
-      fmt::print("| {} | replay:{} (block {}{}) | {} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {} | {} |\n", r.n,
+      const std::string drafter_ms = a.replay_drafter ? fmt::format("{:.2f} ({:.2f} + {:.2f})",
+                                                                    d.context_ms + d.block_ms, d.context_ms, d.block_ms)
+                                                      : "-";
+      const std::string step_ms =
+          fmt::format("{:.2f} x {} ({:.2f}) + {:.2f} x {}", per_step(r.row.plain_decode_ms, r.row.plain_decode_steps),
+                      r.row.plain_decode_steps, r.row.plain_level_step_ms,
+                      per_step(r.row.drafting_ms, r.row.drafting_steps), r.row.drafting_steps);
+      fmt::print("| {} | replay:{} (block {}{}) | {} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {} | {} | {} |\n", r.n,
                  r.row.mean_commit, a.max_draft + 1, a.always_speculate ? ", always" : "",
                  a.replay_drafter ? a.replay_drafter_name : "none (drafts free)", r.row.decode_tps,
-                 r.row.decode_tps / r.plain_tps, r.row.tokens_per_verify, r.row.undrafted_steps, r.row.steps,
+                 r.row.decode_tps / r.plain_tps, r.row.tokens_per_verify, r.row.undrafted_steps, r.row.steps, step_ms,
                  drafter_ms, r.row.exact ? "yes" : "no");
     }
   }

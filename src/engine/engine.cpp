@@ -163,6 +163,7 @@ Result<bool> Engine::step() {
   const bool decode_only = std::all_of(batch_.segments.begin(), batch_.segments.end(),
                                        [](const BatchSegment& g) { return g.n == 1 || g.tree; });
   const int64_t rows = batch_.n_tokens();
+  const bool drafting = batch_.has_tree;
   const Status st = runner_.run(batch_, need_logits, taps, taps_on_device, &out);
   ++steps_;
   step_tokens_ += batch_.n_tokens();
@@ -177,8 +178,10 @@ Result<bool> Engine::step() {
   }
   postprocess(out);
   if (decode_only) {
-    scheduler_.step_cost().record(
-        rows, ms_since(t0));
+    const double ms = ms_since(t0);
+    scheduler_.step_cost().record(rows, ms);
+    (drafting ? drafting_ms_ : plain_decode_ms_) += ms;
+    ++(drafting ? drafting_steps_ : plain_decode_steps_);
   }
   publish_stats();
   return true;
@@ -345,6 +348,10 @@ void Engine::publish_stats() {
   s.step_tokens = step_tokens_;
   s.preemptions = scheduler_.n_preemptions();
   s.undrafted_steps = scheduler_.n_undrafted_steps();
+  s.plain_decode_steps = plain_decode_steps_;
+  s.drafting_steps = drafting_steps_;
+  s.plain_decode_ms = plain_decode_ms_;
+  s.drafting_ms = drafting_ms_;
   s.pool = pool_->stats();
   std::lock_guard lock(mutex_);
   stats_ = s;

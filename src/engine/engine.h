@@ -68,6 +68,10 @@ struct EngineStats {
   int64_t step_tokens = 0;         // tokens fed over all steps
   int64_t preemptions = 0;
   int64_t undrafted_steps = 0;     // steps in which the cost policy held speculating sequences' drafts back
+  // Steps that only decode, without drafts and with (verify steps), and their wall time (proposers' work, the
+  // verify walk and host bookkeeping included): what speculation costs a step, measured.
+  int64_t plain_decode_steps = 0, drafting_steps = 0;
+  double plain_decode_ms = 0, drafting_ms = 0;
   KvPoolStats pool;
 };
 
@@ -129,6 +133,8 @@ class Engine {
   std::vector<float> raw_;  // one logits row before the sampler edits it (logprobs)
 
   int64_t steps_ = 0, step_tokens_ = 0;  // the stepping thread's counters
+  int64_t plain_decode_steps_ = 0, drafting_steps_ = 0;
+  double plain_decode_ms_ = 0, drafting_ms_ = 0;
 
   mutable std::mutex mutex_;  // inbox, published stats, stop flag
   std::condition_variable cv_;

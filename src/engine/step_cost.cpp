@@ -16,6 +16,9 @@ int64_t StepCost::bucket(int64_t rows) {
 
 void StepCost::record(int64_t rows, double ms) {
   if (rows <= 0 || !(ms > 0) || !std::isfinite(ms)) return;
+  total_ms_ += ms;
+  if (measuring_) measure_ms_ += ms;
+  measuring_ = false;
   Width& w = widths_[bucket(rows)];
   const bool refreshing = w.samples > kWarmupSamples && !fresh(w);  // due: this sample is its refresh
   ++steps_;
@@ -32,12 +35,16 @@ void StepCost::record(int64_t rows, double ms) {
 }
 
 std::optional<double> StepCost::estimate(int64_t rows, int64_t floor) const {
-  // The fresh buckets of `rows` (used as it is), and the nearest below and above it, from floor's bucket up;
+  return estimate_from(rows, floor, false);
+}
+
+std::optional<double> StepCost::estimate_from(int64_t rows, int64_t floor, bool stale_ok) const {
+  // The usable buckets of `rows` (used as it is), and the nearest below and above it, from floor's bucket up;
   // between two, interpolated by their average rows.
   const int64_t b = bucket(rows);
   std::optional<std::pair<double, double>> lo, hi;  // (rows, ms)
   for (auto it = widths_.lower_bound(bucket(floor)); it != widths_.end(); ++it) {
-    if (!fresh(it->second)) continue;
+    if (!(stale_ok ? measured(it->second) : fresh(it->second))) continue;
     if (it->first == b) return it->second.ms;
     if (it->first > b) {
       hi = std::make_pair(it->second.rows, it->second.ms);
@@ -45,26 +52,40 @@ std::optional<double> StepCost::estimate(int64_t rows, int64_t floor) const {
     }
     lo = std::make_pair(it->second.rows, it->second.ms);
   }
-  if (!hi) return std::nullopt;  // past the widest (or nothing fresh)
+  if (!hi) return std::nullopt;                          // past the widest (or nothing usable)
   if (!lo || hi->first <= lo->first) return hi->second;  // below every measured count: the smallest's
   const double at = std::clamp(static_cast<double>(rows), lo->first, hi->first);
   return lo->second + (at - lo->first) / (hi->first - lo->first) * (hi->second - lo->second);
 }
 
-bool StepCost::drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted) const {
+std::optional<double> StepCost::spec_time(int64_t plain_rows, double plain_ms, int64_t drafts, bool stale_ok) const {
+  const int64_t rows = plain_rows + drafts;
+  if (std::optional<double> t = estimate_from(rows, plain_rows, stale_ok)) return t;
+  // Past the widest usable width: extrapolated from the plain width through it, if it is a drafting width.
+  const auto widest = std::find_if(widths_.rbegin(), widths_.rend(),
+                                   [&](const auto& w) { return stale_ok ? measured(w.second) : fresh(w.second); });
+  if (widest == widths_.rend() || widest->first <= bucket(plain_rows)) return std::nullopt;
+  const double span = widest->second.rows - static_cast<double>(plain_rows);
+  if (!(span > 0)) return std::nullopt;
+  return plain_ms + static_cast<double>(rows - plain_rows) / span * (widest->second.ms - plain_ms);
+}
+
+bool StepCost::drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted) {
+  measuring_ = false;
   if (drafts <= 0 || plain_rows <= 0) return false;
   const auto plain = widths_.find(bucket(plain_rows));
   if (plain == widths_.end() || !fresh(plain->second, kRefreshSteps)) return false;  // measure the plain step
   const double plain_ms = plain->second.ms;
-  const int64_t rows = plain_rows + drafts;
-  std::optional<double> t_spec = estimate(rows, plain_rows);
+  std::optional<double> t_spec = spec_time(plain_rows, plain_ms, drafts, false);
   if (!t_spec) {
-    // Past the widest fresh width: extrapolated from the plain width through it, if it is a drafting width.
-    const auto widest = std::find_if(widths_.rbegin(), widths_.rend(), [&](const auto& w) { return fresh(w.second); });
-    if (widest == widths_.rend() || widest->first <= plain->first) return true;  // measure a drafting step
-    const double span = widest->second.rows - static_cast<double>(plain_rows);
-    if (!(span > 0)) return true;
-    t_spec = plain_ms + static_cast<double>(rows - plain_rows) / span * (widest->second.ms - plain_ms);
+    // Nothing fresh to price the drafts with. Measure, within the budget; before any drafting width is known
+    // there is nothing else to go by.
+    const bool known = spec_time(plain_rows, plain_ms, drafts, true).has_value();
+    if (!known || measure_ms_ <= measure_share_ * total_ms_) {
+      measuring_ = true;
+      return true;
+    }
+    t_spec = spec_time(plain_rows, plain_ms, drafts, true);
   }
   return (static_cast<double>(plain_rows) + expected_accepted) / *t_spec >= static_cast<double>(plain_rows) / plain_ms;
 }

@@ -19,6 +19,13 @@
 // proposers' own work. The first kWarmupSamples of a width are not used: they include one-off costs (kernels
 // loading, a CUDA graph's capture) that would price the width wrong for good.
 //
+// Measuring a drafting width that then does not pay is the policy's own cost: at 4 streams a probe (every
+// sequence's whole block verified, the drafter catching up) cost about three plain steps, and a 128-token run
+// that measured four times lost 9% (H200, 8B Q4_K_M, replay:2). So measurements get a budget: a drafting step
+// taken only to measure is allowed while such steps' time is at most measure_share of every recorded step's
+// (and always before any drafting width is known); otherwise the decision uses the latest figures, however
+// old. A width that pays keeps itself fresh (its steps are drafting steps).
+//
 // Widths are row counts up to 16 and, above, buckets of an eighth of an octave (17-18, ..., 33-36, ...,
 // 241-256): drafting steps rarely feed the same number of rows twice (each sequence's depth follows its
 // acceptance), and with exact counts every drafting step was a first, unused sample, so the policy kept
@@ -36,8 +43,12 @@ class StepCost {
   static constexpr int64_t kRefreshSteps = 64;
   static constexpr int64_t kMaxRefreshSteps = 1024;
   static constexpr double kSteadyChange = 0.25;  // |refresh sample / average - 1| below this: steady
+  static constexpr double kMeasureShare = 0.02;  // of all step time, at most this in measuring steps
 
-  // A step of `rows` rows took `ms` (0 < ms).
+  explicit StepCost(double measure_share = kMeasureShare) : measure_share_(measure_share) {}
+
+  // A step of `rows` rows took `ms` (0 < ms). After drafting_pays said yes only to measure, the next step
+  // recorded is that measurement (its time counts against the budget).
   void record(int64_t rows, double ms);
   // The expected time of a step of `rows` rows from the widths measured lately (past their warm-up, within
   // their refresh interval) at or above `floor`: the average at that count, else interpolated linearly
@@ -47,8 +58,12 @@ class StepCost {
   // Whether drafting `drafts` rows that are expected to commit `expected_accepted` extra tokens pays in a step
   // whose plain form feeds `plain_rows` rows (see the file comment): false while t(plain) is missing or due;
   // t(plain + drafts) from the fresh drafting widths (interpolated, or extrapolated past the widest: drafts
-  // rarely come in the exact numbers predicted), true while none is fresh.
-  bool drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted) const;
+  // rarely come in the exact numbers predicted); while none is fresh, true to measure one when the budget
+  // allows, else from the latest figures (false when there are none).
+  bool drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted);
+  // Time in recorded steps, and in those taken to measure a drafting width.
+  double total_ms() const { return total_ms_; }
+  double measure_ms() const { return measure_ms_; }
 
   // The bucket of a step of `rows` rows: its largest row count.
   static int64_t bucket(int64_t rows);
@@ -63,12 +78,19 @@ class StepCost {
   };
   static constexpr double kAlpha = 0.2;  // weight of the newest sample: follows contexts as they grow
   bool fresh(const Width& w) const { return fresh(w, w.refresh); }
+  static bool measured(const Width& w) { return w.samples > kWarmupSamples; }
+  // t(plain + drafts) as drafting_pays prices it, from fresh widths only or from every measured one.
+  std::optional<double> spec_time(int64_t plain_rows, double plain_ms, int64_t drafts, bool stale_ok) const;
+  std::optional<double> estimate_from(int64_t rows, int64_t floor, bool stale_ok) const;
   bool fresh(const Width& w, int64_t refresh) const {
     return w.samples > kWarmupSamples && steps_ - w.last_step <= refresh;
   }
 
   std::map<int64_t, Width> widths_;  // bucket(rows) -> its figures
   int64_t steps_ = 0;                // samples recorded
+  double measure_share_;
+  double total_ms_ = 0, measure_ms_ = 0;
+  bool measuring_ = false;  // drafting_pays said yes to measure: the next record is that step
 };
 
 }  // namespace saker

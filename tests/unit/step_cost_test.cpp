@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "engine/step_cost.h"
 
@@ -46,8 +47,12 @@ TEST(StepCost, DraftsPayWhenTheyCommitMoreTokensPerMillisecond) {
   EXPECT_FALSE(cpu.drafting_pays(1, 0, 3.0));  // nothing to draft
 }
 
+// Refreshes without a measuring budget (share 1: every measurement allowed), as the tests below of the
+// refresh intervals want.
+constexpr double kUnbounded = 1.0;
+
 TEST(StepCost, MeasuresTheWidthsItLacksAndRefreshesOldOnes) {
-  StepCost c;
+  StepCost c(kUnbounded);
   EXPECT_FALSE(c.drafting_pays(4, 28, 10.0));  // nothing measured: a plain step first
   measure(c, 4, 10.0);
   EXPECT_TRUE(c.drafting_pays(4, 28, 3.0));    // the verify width is unknown: draft to measure it
@@ -67,7 +72,7 @@ TEST(StepCost, MeasuresTheWidthsItLacksAndRefreshesOldOnes) {
 }
 
 TEST(StepCost, ASteadyWidthIsRefreshedLessAndLessOften) {
-  StepCost c;
+  StepCost c(kUnbounded);
   measure(c, 4, 10.0);
   measure(c, 32, 60.0);  // drafting never pays: 7 tokens in 60 ms against 4 in 10
   // Steps of only plain decoding until the verify width is due again (a width stays fresh for its interval of
@@ -99,7 +104,7 @@ TEST(StepCost, ASteadyWidthIsRefreshedLessAndLessOften) {
 }
 
 TEST(StepCost, ThePlainWidthIsReMeasuredEvery64StepsWhileSpeculating) {
-  StepCost c;
+  StepCost c(kUnbounded);
   measure(c, 4, 10.0);
   measure(c, 32, 20.0);  // drafting pays: 14 tokens in 20 ms against 4 in 10
   // The plain width's own refreshes find it steady, so its interval grows...
@@ -150,7 +155,7 @@ TEST(StepCost, BucketsAreExactUpTo16ThenEighthsOfAnOctave) {
 // follows its acceptance). With one figure per exact count every such step was a warm-up sample, so the policy
 // kept drafting to measure (0.78x plain decoding, measured); now three steps of one bucket price it.
 TEST(StepCost, VaryingDraftingWidthsArePricedAfterAFewSteps) {
-  StepCost c;
+  StepCost c(kUnbounded);
   measure(c, 16, 7.5);
   EXPECT_TRUE(c.drafting_pays(16, 34, 5.0));  // nothing known wider than the plain step: measure
   c.record(49, 30.0);
@@ -160,6 +165,54 @@ TEST(StepCost, VaryingDraftingWidthsArePricedAfterAFewSteps) {
   EXPECT_FALSE(c.drafting_pays(16, 34, 5.0));  // 21 tokens in 30 ms against 16 in 7.5
   EXPECT_FALSE(c.drafting_pays(16, 48, 5.0));  // extrapolated from 16 rows through 50: no better
   EXPECT_TRUE(c.drafting_pays(16, 34, 60.0));  // with acceptance that high it would
+}
+
+// A drafting width that never pays and whose time keeps moving (so its refresh interval stays at 64 steps):
+// without a budget the policy re-measures it every 65 steps (8% of the time here), with the default one it
+// spends at most its share of the time measuring (plus one measuring step, and the first measurements, made
+// before anything is known), and still measures now and then.
+TEST(StepCost, MeasuringStaysWithinItsShareOfTheTime) {
+  auto run = [](StepCost& c) {
+    measure(c, 16, 7.0);
+    int64_t measurements = 0;
+    for (int i = 0; i < 20000; ++i) {
+      if (c.drafting_pays(16, 240, 2.0)) {  // 18 tokens in 30-50 ms against 16 in 7: never pays
+        c.record(256, measurements % 2 == 0 ? 30.0 : 50.0);
+        ++measurements;
+      } else {
+        c.record(16, 7.0);
+      }
+    }
+    return measurements;
+  };
+  StepCost unbounded(kUnbounded), bounded;
+  const int64_t all = run(unbounded), some = run(bounded);
+  std::printf("measuring steps: %lld without a budget (%.1f%% of the time), %lld with it (%.1f%%)\n",
+              static_cast<long long>(all), 100.0 * unbounded.measure_ms() / unbounded.total_ms(),
+              static_cast<long long>(some), 100.0 * bounded.measure_ms() / bounded.total_ms());
+  EXPECT_GT(unbounded.measure_ms(), 0.05 * unbounded.total_ms()) << all << " measurements";
+  EXPECT_LE(bounded.measure_ms(), StepCost::kMeasureShare * bounded.total_ms() + 50.0 + 3 * 50.0)
+      << some << " measurements";
+  EXPECT_GT(some, 10) << "the budget must still let it measure now and then";
+  EXPECT_LT(some, all);
+}
+
+// Out of budget, a decision uses the latest figures, however old: drafts that paid when last measured are
+// drafted (which measures them again, as any drafting step does), drafts that did not are not.
+TEST(StepCost, OutOfBudgetItDecidesOnTheLatestFigures) {
+  StepCost c(0.0);  // no measuring once a drafting width is known
+  measure(c, 4, 10.0);
+  EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));  // nothing known yet: measure regardless
+  measure(c, 32, 20.0);
+  const double startup = c.measure_ms();
+  EXPECT_DOUBLE_EQ(startup, 20.0);  // the first of those steps was the measurement asked for
+  measure(c, 4, 10.0, static_cast<int>(StepCost::kRefreshSteps) + 1);  // the verify width is stale now
+  EXPECT_FALSE(c.estimate(32).has_value());
+  EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));  // 14 tokens in 20 ms against 4 in 10, when last measured
+  EXPECT_FALSE(c.drafting_pays(4, 28, 1.0));  // 5 tokens in 20 ms
+  c.record(32, 20.0);
+  EXPECT_DOUBLE_EQ(c.measure_ms(), startup);  // a decision on old figures is not a measurement
+  EXPECT_TRUE(c.estimate(32).has_value());    // but its step refreshed the width
 }
 
 }  // namespace
