@@ -13,9 +13,16 @@ namespace saker {
 class DraftPolicy {
  public:
   // max_depth: the deepest draft the proposer makes (Proposer::max_nodes for a chain). adaptive false: always
-  // max_depth.
-  DraftPolicy(int64_t max_depth, bool adaptive)
-      : max_(std::max<int64_t>(1, max_depth)), depth_(max_), adaptive_(adaptive), accepted_(0.5 * static_cast<double>(max_)) {}
+  // max_depth. prior_accepted: what a draft is expected to get accepted before this sequence's first verify
+  // (the engine's recent average; negative: half the most). A fixed optimistic prior made every new sequence
+  // draft a few times at a loss where drafting did not pay (H100, 8B Q4_K_M, replay:2: about four verify steps a
+  // request, 4% of the run).
+  DraftPolicy(int64_t max_depth, bool adaptive, double prior_accepted = -1.0)
+      : max_(std::max<int64_t>(1, max_depth)),
+        depth_(max_),
+        adaptive_(adaptive),
+        accepted_(prior_accepted >= 0 ? std::min(prior_accepted, static_cast<double>(max_))
+                                      : 0.5 * static_cast<double>(max_)) {}
 
   int64_t depth() const { return depth_; }
   // Drafts a verify step is expected to get accepted: a moving average of the recent ones (half the most

@@ -78,7 +78,8 @@ void Engine::submit(std::vector<int32_t> prompt, GenerateOptions options,
     auto seq = std::make_unique<Sequence>(next_id_++, std::move(prompt), std::move(options), std::move(on_text),
                                           std::move(on_done), tokenizer_, options_.n_ctx);
     if (proposer) {
-      seq->draft_policy = DraftPolicy(proposer->max_nodes(), options_.adaptive_drafts && !proposer->drafts_trees());
+      seq->draft_policy = DraftPolicy(proposer->max_nodes(), options_.adaptive_drafts && !proposer->drafts_trees(),
+                                      stats_.accepted_drafts);
       seq->proposer = std::move(proposer);
       seq->result.draft.emplace();
       seq->result.draft->tokens_per_step.assign(seq->proposer->max_nodes() + 1, 0);
@@ -286,6 +287,8 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   }
   const int64_t n_commit = static_cast<int64_t>(path.size());
   s.draft_policy.record(*std::max_element(d.depth.begin(), d.depth.end()), n_commit - 1);
+  accepted_ = accepted_ < 0 ? static_cast<double>(n_commit - 1)
+                            : accepted_ + 0.05 * (static_cast<double>(n_commit - 1) - accepted_);
   DraftStats& st = *s.result.draft;
   ++st.verify_steps;
   st.committed_tokens += n_commit;
@@ -355,6 +358,7 @@ void Engine::publish_stats() {
   s.pool = pool_->stats();
   std::lock_guard lock(mutex_);
   stats_ = s;
+  stats_.accepted_drafts = accepted_;
 }
 
 EngineStats Engine::stats() const {

@@ -72,6 +72,9 @@ struct EngineStats {
   // verify walk and host bookkeeping included): what speculation costs a step, measured.
   int64_t plain_decode_steps = 0, drafting_steps = 0;
   double plain_decode_ms = 0, drafting_ms = 0;
+  // Drafts accepted a verify step, a moving average over every sequence's (negative: none yet): where a new
+  // sequence's DraftPolicy starts.
+  double accepted_drafts = -1.0;
   KvPoolStats pool;
 };
 
@@ -134,6 +137,7 @@ class Engine {
 
   int64_t steps_ = 0, step_tokens_ = 0;  // the stepping thread's counters
   int64_t plain_decode_steps_ = 0, drafting_steps_ = 0;
+  double accepted_ = -1.0;  // EngineStats::accepted_drafts, the stepping thread's copy
   double plain_decode_ms_ = 0, drafting_ms_ = 0;
 
   mutable std::mutex mutex_;  // inbox, published stats, stop flag

@@ -108,6 +108,20 @@ TEST(ReplaySpeculation, TheCostPolicyStandsDownDraftsThatDoNotPay) {
   EXPECT_GT(st.undrafted_steps, st.steps / 2);
 }
 
+// The engine's recent acceptance (what a new sequence's DraftPolicy starts from, instead of half the most):
+// a moving average of every verify step's accepted drafts, here replay:3's two.
+TEST(ReplaySpeculation, TheEngineKeepsTheAcceptanceNewSequencesStartFrom) {
+  SAKER_REQUIRE_MINI();
+  Replay rp = make_replay();
+  ASSERT_TRUE(rp.model);
+  auto engine = make_engine(*rp.model, rp.options(3.0));
+  ASSERT_TRUE(engine);
+  EXPECT_LT(engine->stats().accepted_drafts, 0.0) << "no verify step yet";
+  const auto got = run_batched(*engine, rp.prompts, rp.opts);
+  for (size_t i = 0; i < rp.prompts.size(); ++i) ASSERT_TRUE(got[i].result.ok());
+  EXPECT_NEAR(engine->stats().accepted_drafts, 2.0, 0.3);
+}
+
 // EngineOptions::draft_rows bounds a drafting step's rows (on CUDA the width-invariant kernels' 64) and shares
 // them out evenly: four sequences in 12 rows draft two tokens each, every one of them drafts, and a verify
 // step commits at most three tokens. Without the even share the oldest sequences took the whole budget.

@@ -44,5 +44,14 @@ TEST(DraftPolicy, FixedAlwaysDraftsTheMost) {
   EXPECT_EQ(q.depth(), 1);
 }
 
+TEST(DraftPolicy, ExpectsItsPriorUntilItsOwnDraftsAreVerified) {
+  EXPECT_DOUBLE_EQ(DraftPolicy(15, true).expected_accepted(), 7.5);  // none given: half the most
+  EXPECT_DOUBLE_EQ(DraftPolicy(15, true, 1.25).expected_accepted(), 1.25);
+  EXPECT_DOUBLE_EQ(DraftPolicy(4, true, 9.0).expected_accepted(), 4.0);  // never more than the most
+  DraftPolicy p(15, true, 0.0);
+  p.record(15, 10);
+  EXPECT_GT(p.expected_accepted(), 0.0);
+}
+
 }  // namespace
 }  // namespace saker
