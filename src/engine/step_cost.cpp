@@ -17,7 +17,7 @@ int64_t StepCost::bucket(int64_t rows) {
 void StepCost::record(int64_t rows, double ms) {
   if (rows <= 0 || !(ms > 0) || !std::isfinite(ms)) return;
   total_ms_ += ms;
-  if (measuring_) measure_ms_ += ms;
+  if (measuring_) measure_ms_ += std::max(0.0, ms - measure_plain_ms_);
   measuring_ = false;
   Width& w = widths_[bucket(rows)];
   const bool refreshing = w.samples > kWarmupSamples && !fresh(w);  // due: this sample is its refresh
@@ -81,8 +81,10 @@ bool StepCost::drafting_pays(int64_t plain_rows, int64_t drafts, double expected
     // Nothing fresh to price the drafts with. Measure, within the budget; before any drafting width is known
     // there is nothing else to go by.
     const bool known = spec_time(plain_rows, plain_ms, drafts, true).has_value();
-    if (!known || measure_ms_ <= measure_share_ * total_ms_) {
+    if (!known) return true;  // the first measurements: not optional, not counted
+    if (measure_ms_ < measure_share_ * total_ms_) {
       measuring_ = true;
+      measure_plain_ms_ = plain_ms;
       return true;
     }
     t_spec = spec_time(plain_rows, plain_ms, drafts, true);

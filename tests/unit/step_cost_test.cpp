@@ -168,9 +168,9 @@ TEST(StepCost, VaryingDraftingWidthsArePricedAfterAFewSteps) {
 }
 
 // A drafting width that never pays and whose time keeps moving (so its refresh interval stays at 64 steps):
-// without a budget the policy re-measures it every 65 steps (8% of the time here), with the default one it
-// spends at most its share of the time measuring (plus one measuring step, and the first measurements, made
-// before anything is known), and still measures now and then.
+// without a budget the policy re-measures it every 65 steps, with the default one it spends at most its share
+// of the time on re-measuring (what those steps cost beyond a plain step; plus one such step), and still
+// measures now and then.
 TEST(StepCost, MeasuringStaysWithinItsShareOfTheTime) {
   auto run = [](StepCost& c) {
     measure(c, 16, 7.0);
@@ -187,12 +187,11 @@ TEST(StepCost, MeasuringStaysWithinItsShareOfTheTime) {
   };
   StepCost unbounded(kUnbounded), bounded;
   const int64_t all = run(unbounded), some = run(bounded);
-  std::printf("measuring steps: %lld without a budget (%.1f%% of the time), %lld with it (%.1f%%)\n",
+  std::printf("measuring steps: %lld without a budget (%.1f%% of the time beyond plain steps), %lld with it (%.1f%%)\n",
               static_cast<long long>(all), 100.0 * unbounded.measure_ms() / unbounded.total_ms(),
               static_cast<long long>(some), 100.0 * bounded.measure_ms() / bounded.total_ms());
   EXPECT_GT(unbounded.measure_ms(), 0.05 * unbounded.total_ms()) << all << " measurements";
-  EXPECT_LE(bounded.measure_ms(), StepCost::kMeasureShare * bounded.total_ms() + 50.0 + 3 * 50.0)
-      << some << " measurements";
+  EXPECT_LE(bounded.measure_ms(), StepCost::kMeasureShare * bounded.total_ms() + 50.0) << some << " measurements";
   EXPECT_GT(some, 10) << "the budget must still let it measure now and then";
   EXPECT_LT(some, all);
 }
@@ -200,12 +199,12 @@ TEST(StepCost, MeasuringStaysWithinItsShareOfTheTime) {
 // Out of budget, a decision uses the latest figures, however old: drafts that paid when last measured are
 // drafted (which measures them again, as any drafting step does), drafts that did not are not.
 TEST(StepCost, OutOfBudgetItDecidesOnTheLatestFigures) {
-  StepCost c(0.0);  // no measuring once a drafting width is known
+  StepCost c(0.0);  // no re-measuring once a drafting width is known
   measure(c, 4, 10.0);
   EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));  // nothing known yet: measure regardless
   measure(c, 32, 20.0);
   const double startup = c.measure_ms();
-  EXPECT_DOUBLE_EQ(startup, 20.0);  // the first of those steps was the measurement asked for
+  EXPECT_DOUBLE_EQ(startup, 0.0);                                      // the first measurements are not counted
   measure(c, 4, 10.0, static_cast<int>(StepCost::kRefreshSteps) + 1);  // the verify width is stale now
   EXPECT_FALSE(c.estimate(32).has_value());
   EXPECT_TRUE(c.drafting_pays(4, 28, 10.0));  // 14 tokens in 20 ms against 4 in 10, when last measured
