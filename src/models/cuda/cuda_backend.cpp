@@ -429,6 +429,7 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
   if (!r.input_rows.empty() && static_cast<int64_t>(r.input_rows.size()) != T) {
     return make_error(StatusCode::kInvalidArgument, "forward: {} input rows for {} tokens", r.input_rows.size(), T);
   }
+  SAKER_RETURN_IF_ERROR(flush_kept_copies());  // before the program gathers kept rows
   last_device_taps_ = {};
   if (r.taps_on_device) SAKER_RETURN_IF_ERROR(ensure_device_taps_capacity(T * r.taps_stride));
   // Tokens index the embedding table, whose rows can outnumber the head's (a tensor-parallel rank's head holds
@@ -546,8 +547,9 @@ Result<int64_t> CudaBackend::keep_rows(const FloatRows& src, int64_t cols) {
   }
   const int64_t first = n_kept_;
   if ((first + src.n) * cols > kept_capacity_) {
-    // Grown on the stream's order: the old rows move over before the old buffer goes. Graphs that gather from
-    // the old buffer go first.
+    // Grown on the stream's order: the old rows (their waiting copies first) move over before the old buffer
+    // goes. Graphs that gather from the old buffer go first.
+    SAKER_RETURN_IF_ERROR(flush_kept_copies());
     SAKER_RETURN_IF_ERROR(drop_graphs());
     const int64_t cap = std::max<int64_t>({(first + src.n) * cols, 2 * kept_capacity_, 64 * cols});
     SAKER_ASSIGN_OR_RETURN(float* grown, mem_.alloc_array<float>(static_cast<size_t>(cap), "kept input rows"));
@@ -560,19 +562,33 @@ Result<int64_t> CudaBackend::keep_rows(const FloatRows& src, int64_t cols) {
     kept_dev_ = grown;
     kept_capacity_ = cap;
   }
-  // cudaMemcpyDefault: the source may be this GPU's memory (a target's taps) or the host's (a host target); a
-  // pageable host source is staged before the call returns.
-  const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
   float* dst = kept_dev_ + first * cols;
-  if (src.pick.empty()) {
-    if (src.n > 0) {
-      SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst, row_bytes, src.data, src.stride * sizeof(float), row_bytes,
-                                                   src.n, cudaMemcpyDefault, stream_));
-    }
-  } else {
+  if (src.on_device) {
+    // Device rows wait in kept_copies_, each appended to the last when it continues it on both sides: a step's
+    // sequences keep their rows in batch order, so one copy carries them all (16 streams: one call, not 16).
     for (int64_t i = 0; i < src.n; ++i) {
-      SAKER_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(dst + i * cols, src.row_data(i), row_bytes, cudaMemcpyDefault, stream_));
+      const float* from = src.row_data(i);
+      float* to = dst + i * cols;
+      if (!kept_copies_.empty()) {
+        KeptCopy& last = kept_copies_.back();
+        if (last.src_stride == src.stride && last.src + last.rows * src.stride == from &&
+            last.dst + last.rows * cols == to) {
+          ++last.rows;
+          continue;
+        }
+      }
+      kept_copies_.push_back({.dst = to, .src = from, .src_stride = src.stride, .rows = 1});
+    }
+  } else if (src.n > 0) {
+    // A host source is copied now (staged before the call returns): the caller's buffer may go at once.
+    SAKER_RETURN_IF_ERROR(flush_kept_copies());
+    const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
+    for (int64_t i = 0; i < src.n; ++i) {
+      const int64_t run = src.pick.empty() ? src.n : 1;  // rows in order: one 2D copy
+      SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst + i * cols, row_bytes, src.row_data(i),
+                                                   src.stride * sizeof(float), row_bytes, run, cudaMemcpyHostToDevice,
+                                                   stream_));
+      i += run - 1;
     }
   }
   n_kept_ = first + src.n;
@@ -580,9 +596,21 @@ Result<int64_t> CudaBackend::keep_rows(const FloatRows& src, int64_t cols) {
   return first;
 }
 
+Status CudaBackend::flush_kept_copies() {
+  const size_t row_bytes = static_cast<size_t>(kept_cols_) * sizeof(float);
+  for (const KeptCopy& c : kept_copies_) {
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(c.dst, row_bytes, c.src, c.src_stride * sizeof(float), row_bytes,
+                                                 c.rows, cudaMemcpyDeviceToDevice, stream_));
+  }
+  kept_copies_.clear();
+  return {};
+}
+
 Status CudaBackend::settle() {
   if (!unsettled_) return {};
   const cuda::ScopedDevice on(device_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  SAKER_RETURN_IF_ERROR(flush_kept_copies());
   SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   unsettled_ = false;
   return {};

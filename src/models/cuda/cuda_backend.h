@@ -69,7 +69,10 @@ class CudaBackend final : public OpBackend {
   Status load_input(const Act& out) override;
   FloatRows device_taps() const override { return last_device_taps_; }
   Result<int64_t> keep_rows(const FloatRows& src, int64_t cols) override;
-  void clear_kept_rows() override { n_kept_ = 0; }
+  void clear_kept_rows() override {  // copies still waiting would fill rows nobody reads
+    n_kept_ = 0;
+    kept_copies_.clear();
+  }
   int64_t n_kept_rows() const override { return n_kept_; }
   Status settle() override;
   Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) override;
@@ -173,6 +176,7 @@ class CudaBackend final : public OpBackend {
   Status ensure_input_capacity(int64_t n_int32);
   Status ensure_taps_capacity(int64_t n_floats);
   Status ensure_device_taps_capacity(int64_t n_floats);
+  Status flush_kept_copies();
   // Packs the chunk's inputs, runs the program (graph or eager), copies its outputs out.
   Status run_chunk(const Chunk& chunk, const StepProgram& program);
   // Enqueues the program on stream_ (inputs already in the pinned buffer).
@@ -225,7 +229,15 @@ class CudaBackend final : public OpBackend {
   // Kept rows (keep_rows): [n_kept_, kept_cols_] on the device, in a buffer of kept_capacity_ floats.
   float* kept_dev_ = nullptr;
   int64_t kept_capacity_ = 0, kept_cols_ = 0, n_kept_ = 0;
-  bool unsettled_ = false;  // keep_rows' copies enqueued since the last settle()
+  bool unsettled_ = false;  // keep_rows' copies enqueued (or waiting) since the last settle()
+  // Copies of device rows keep_rows has not enqueued yet: made at settle(), at the next step or when the kept
+  // buffer grows, whichever comes first.
+  struct KeptCopy {
+    float* dst = nullptr;
+    const float* src = nullptr;
+    int64_t src_stride = 0, rows = 0;
+  };
+  std::vector<KeptCopy> kept_copies_;
 
   std::mutex mutex_;  // one step at a time: the activations, the stream and the graphs are shared
   DeviceKv kv_;       // the running step's KV
