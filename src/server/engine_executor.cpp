@@ -90,6 +90,11 @@ ExecutorStats EngineExecutor::stats() const {
   s.engine_steps = e.steps;
   s.engine_step_tokens = e.step_tokens;
   s.undrafted_steps = e.undrafted_steps;
+  s.plain_decode_steps = e.plain_decode_steps;
+  s.drafting_steps = e.drafting_steps;
+  s.plain_decode_seconds = e.plain_decode_ms / 1000.0;
+  s.drafting_seconds = e.drafting_ms / 1000.0;
+  s.accepted_drafts = e.accepted_drafts;
   return s;
 }
 

@@ -75,6 +75,10 @@ struct ExecutorStats {
   int64_t engine_steps = 0;
   int64_t engine_step_tokens = 0;
   int64_t undrafted_steps = 0;  // steps in which the speculation cost policy held drafts back
+  // Decode-only steps without drafts and with them, and their wall time: what speculation costs a step.
+  int64_t plain_decode_steps = 0, drafting_steps = 0;
+  double plain_decode_seconds = 0, drafting_seconds = 0;
+  double accepted_drafts = -1.0;  // the engine's recent mean accepted drafts per verify step (negative: none yet)
 };
 
 class Executor {

@@ -123,6 +123,22 @@ std::string Metrics::render(const ExecutorStats& e, bool ready) const {
       e.prefix_lookup_tokens, e.prefix_hit_tokens, e.prefix_host_hit_tokens, hit_ratio,
       e.kv_pages_cached * e.kv_page_tokens, e.host_cached_pages, e.kv_pages_total, e.kv_pages_free, e.preemptions,
       e.engine_steps, e.engine_step_tokens, e.undrafted_steps);
+  // What speculation costs and brings, measured: an operator compares the drafting steps' tokens per second
+  // with the plain ones' (the cost policy's own comparison).
+  out += fmt::format(
+      "# HELP saker_speculation_decode_steps_total Engine steps that only decode, by whether drafts rode in them.\n"
+      "# TYPE saker_speculation_decode_steps_total counter\n"
+      "saker_speculation_decode_steps_total{{drafts=\"no\"}} {}\n"
+      "saker_speculation_decode_steps_total{{drafts=\"yes\"}} {}\n"
+      "# HELP saker_speculation_decode_step_seconds_total Wall time of those steps (drafting and the verify walk "
+      "included).\n# TYPE saker_speculation_decode_step_seconds_total counter\n"
+      "saker_speculation_decode_step_seconds_total{{drafts=\"no\"}} {:.6f}\n"
+      "saker_speculation_decode_step_seconds_total{{drafts=\"yes\"}} {:.6f}\n"
+      "# HELP saker_speculation_accepted_drafts Drafts accepted a verify step, the engine's recent average (what a "
+      "new request expects; NaN before any verify step).\n# TYPE saker_speculation_accepted_drafts gauge\n"
+      "saker_speculation_accepted_drafts {}\n",
+      e.plain_decode_steps, e.drafting_steps, e.plain_decode_seconds, e.drafting_seconds,
+      e.accepted_drafts >= 0 ? fmt::format("{:.4f}", e.accepted_drafts) : std::string("NaN"));
   return out;
 }
 

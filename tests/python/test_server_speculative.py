@@ -110,6 +110,11 @@ def test_metrics_count_verify_steps(servers):
     committed = m["saker_draft_committed_tokens_total"]
     assert steps > 0 and committed / steps > 1.0, (steps, committed)
     assert m["saker_speculation_undrafted_steps_total"] == 0, m  # --always-speculate: no step stood down
+    # What speculation cost and brought, measured: the decode-only steps with drafts and their time, and the
+    # engine's recent acceptance (what a new request expects).
+    assert m['saker_speculation_decode_steps_total{drafts="yes"}'] > 0, m
+    assert m['saker_speculation_decode_step_seconds_total{drafts="yes"}'] > 0, m
+    assert 0 <= m["saker_speculation_accepted_drafts"] <= 15, m
 
 
 @pytest.mark.parametrize("proposer", [["--spec", "ngram"], ["--draft-model", str(GGUF), "--draft-max", "4"]])
