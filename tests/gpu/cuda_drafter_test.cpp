@@ -27,17 +27,27 @@ namespace fs = std::filesystem;
 
 fs::path mini() { return testing::source_dir() / "models" / "saker-mini"; }
 
-TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
-  SAKER_REQUIRE_GPU();
-  if (!fs::exists(mini() / "saker-mini-q8_0.gguf") || !fs::exists(mini() / "drafter")) {
-    GTEST_SKIP() << "saker-mini or its drafter not found under " << mini();
+// saker-mini and its drafter's weights (the test skips without a GPU or without them).
+class CudaDrafter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SAKER_REQUIRE_GPU();
+    if (!fs::exists(mini() / "saker-mini-q8_0.gguf") || !fs::exists(mini() / "drafter")) {
+      GTEST_SKIP() << "saker-mini or its drafter not found under " << mini();
+    }
+    auto w = ModelWeights::open((mini() / "saker-mini-q8_0.gguf").string());
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    weights = std::move(w).value();
+    auto d = spec::DFlashWeights::load((mini() / "drafter").string(), weights);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    dw = std::move(d).value();
   }
-  auto w = ModelWeights::open((mini() / "saker-mini-q8_0.gguf").string());
-  ASSERT_TRUE(w.ok()) << w.status().to_string();
-  std::shared_ptr<const ModelWeights> weights = std::move(w).value();
-  auto dw = spec::DFlashWeights::load((mini() / "drafter").string(), weights);
-  ASSERT_TRUE(dw.ok()) << dw.status().to_string();
-  const spec::DFlashConfig& c = (*dw)->config;
+  std::shared_ptr<const ModelWeights> weights;
+  std::shared_ptr<const spec::DFlashWeights> dw;
+};
+
+TEST_F(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
+  const spec::DFlashConfig& c = dw->config;
 
   // The target's taps of a prompt, from the CPU backend.
   auto target = create_model(weights, OpsOptions{});
@@ -54,8 +64,8 @@ TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
 
   OpsOptions gpu;
   gpu.device = Device::kCuda;
-  auto on_cpu = spec::DFlashDrafter::create(*dw, 256, OpsOptions{});
-  auto on_gpu = spec::DFlashDrafter::create(*dw, 256, gpu);
+  auto on_cpu = spec::DFlashDrafter::create(dw, 256, OpsOptions{});
+  auto on_gpu = spec::DFlashDrafter::create(dw, 256, gpu);
   ASSERT_TRUE(on_cpu.ok()) << on_cpu.status().to_string();
   ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().to_string();
   ASSERT_TRUE((*on_cpu)->add_context(0, 0, n, taps.data()).ok());
@@ -97,17 +107,8 @@ TEST(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
 // The engine's path on one GPU: the drafter keeps the target's taps straight from device memory (a prompt's
 // rows as they come, a verify step's accepted rows picked out of order, rows that a later call replaces) and
 // drafts exactly what the same drafter fed the same rows from the host drafts.
-TEST(CudaDrafter, TapsReadOnTheDeviceDraftWhatHostTapsDraft) {
-  SAKER_REQUIRE_GPU();
-  if (!fs::exists(mini() / "saker-mini-q8_0.gguf") || !fs::exists(mini() / "drafter")) {
-    GTEST_SKIP() << "saker-mini or its drafter not found under " << mini();
-  }
-  auto w = ModelWeights::open((mini() / "saker-mini-q8_0.gguf").string());
-  ASSERT_TRUE(w.ok()) << w.status().to_string();
-  std::shared_ptr<const ModelWeights> weights = std::move(w).value();
-  auto dw = spec::DFlashWeights::load((mini() / "drafter").string(), weights);
-  ASSERT_TRUE(dw.ok()) << dw.status().to_string();
-  const spec::DFlashConfig& c = (*dw)->config;
+TEST_F(CudaDrafter, TapsReadOnTheDeviceDraftWhatHostTapsDraft) {
+  const spec::DFlashConfig& c = dw->config;
   const int64_t stride = static_cast<int64_t>(c.target_layers.size()) * c.n_embd;
   const int32_t n = 40, tail = 5;  // the last `tail` positions come as a verify step's picked rows
   std::vector<float> taps(static_cast<size_t>(n * stride));
@@ -130,8 +131,8 @@ TEST(CudaDrafter, TapsReadOnTheDeviceDraftWhatHostTapsDraft) {
 
   OpsOptions gpu;
   gpu.device = Device::kCuda;
-  auto from_host = spec::DFlashDrafter::create(*dw, 256, gpu);
-  auto from_device = spec::DFlashDrafter::create(*dw, 256, gpu);
+  auto from_host = spec::DFlashDrafter::create(dw, 256, gpu);
+  auto from_device = spec::DFlashDrafter::create(dw, 256, gpu);
   ASSERT_TRUE(from_host.ok()) << from_host.status().to_string();
   ASSERT_TRUE(from_device.ok()) << from_device.status().to_string();
   ASSERT_EQ((*from_device)->device(), Device::kCuda);
