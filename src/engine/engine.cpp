@@ -183,6 +183,8 @@ Result<bool> Engine::step() {
     scheduler_.step_cost().record(rows, ms);
     (drafting ? drafting_ms_ : plain_decode_ms_) += ms;
     ++(drafting ? drafting_steps_ : plain_decode_steps_);
+  } else {
+    scheduler_.step_cost().skip_step();
   }
   publish_stats();
   return true;

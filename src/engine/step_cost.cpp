@@ -67,7 +67,9 @@ std::optional<double> StepCost::spec_time(int64_t plain_rows, double plain_ms, i
   if (widest == widths_.rend() || widest->first <= bucket(plain_rows)) return std::nullopt;
   const double span = widest->second.rows - static_cast<double>(plain_rows);
   if (!(span > 0)) return std::nullopt;
-  return plain_ms + static_cast<double>(rows - plain_rows) / span * (widest->second.ms - plain_ms);
+  // Never below the plain step: an old drafting figure against a plain one measured at a longer context can
+  // slope down.
+  return plain_ms + static_cast<double>(rows - plain_rows) / span * std::max(0.0, widest->second.ms - plain_ms);
 }
 
 bool StepCost::drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted) {
@@ -89,6 +91,7 @@ bool StepCost::drafting_pays(int64_t plain_rows, int64_t drafts, double expected
     }
     t_spec = spec_time(plain_rows, plain_ms, drafts, true);
   }
+  t_spec = std::max(*t_spec, plain_ms);  // drafts never make a step cheaper (old figures, noise)
   return (static_cast<double>(plain_rows) + expected_accepted) / *t_spec >= static_cast<double>(plain_rows) / plain_ms;
 }
 

@@ -64,6 +64,8 @@ class StepCost {
   // rarely come in the exact numbers predicted); while none is fresh, true to measure one when the budget
   // allows, else from the latest figures (false when there are none).
   bool drafting_pays(int64_t plain_rows, int64_t drafts, double expected_accepted);
+  // A step that is not recorded (it carried a prefill chunk): a measurement asked for did not happen.
+  void skip_step() { measuring_ = false; }
   // Time in recorded steps, and what steps taken to re-measure a drafting width cost beyond a plain step.
   double total_ms() const { return total_ms_; }
   double measure_ms() const { return measure_ms_; }

@@ -252,15 +252,16 @@ Status DFlashDrafter::add_context(int32_t slot, int64_t first, const FloatRows& 
     return make_error(StatusCode::kInvalidArgument, "drafter context: tap rows of {} floats given, {} read",
                       taps.stride, tap_width());
   }
+  // The rows wait in the backend's kept rows (on the GPU for a CUDA drafter, copied there from the target's
+  // device taps) until the next forward reads them; replaced ones stay there unread until it clears them all.
+  // Kept first: a failure leaves the slot as it was.
+  SAKER_ASSIGN_OR_RETURN(const int64_t at, backend_->keep_rows(taps, tap_width()));
   if (first < s.fused) {  // fused positions replaced: their pages are rewritten from the queue
     s.fused = first;
     s.queued.clear();
   } else {
     s.queued.resize(static_cast<size_t>(first - s.fused));
   }
-  // The rows wait in the backend's kept rows (on the GPU for a CUDA drafter, copied there from the target's
-  // device taps) until the next forward reads them; replaced ones stay there unread until it clears them all.
-  SAKER_ASSIGN_OR_RETURN(const int64_t at, backend_->keep_rows(taps, tap_width()));
   for (int64_t i = 0; i < n; ++i) s.queued.push_back(static_cast<int32_t>(at + i));
   // Steps that draft nothing (prefill, a cost policy standing drafts down) run no forward of the drafter: fuse
   // here once the kept rows hold a forward's worth, so the memory they take stays bounded.

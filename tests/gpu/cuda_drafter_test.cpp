@@ -164,6 +164,10 @@ TEST_F(CudaDrafter, TapsReadOnTheDeviceDraftWhatHostTapsDraft) {
   EXPECT_FALSE(d.add_context(0, n, FloatRows{.data = step_dev, .stride = stride - 1, .n = 1, .on_device = true}).ok())
       << "rows narrower than the taps";
   ASSERT_TRUE(d.settle().ok());
+  // Settled: the drafter holds its own copies, so the target may write its taps again (here: NaN everywhere).
+  ASSERT_EQ(cudaMemset(prompt_dev, 0xFF, taps.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(step_dev, 0xFF, step.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   const int32_t pending = 11;
   std::vector<spec::DFlashDrafter::TopTokens> want, got;

@@ -198,13 +198,16 @@ TEST_F(CudaTaps, DecodeStepsReplayedFromAGraphFillEachCallsBuffer) {
 }
 
 // Taps kept on the device (for a drafter on the same GPU) are the rows the host copy gets, bit for bit: a
-// prompt in one forward and in chunks (each chunk's rows at its tokens' offsets), and a decode step run eagerly,
-// captured and replayed.
+// prompt in one forward and in chunks of 64 (each chunk's rows at its tokens' offset: equal chunks at different
+// offsets must not share a captured graph), two prompts alternating so that rows a run fails to write keep the
+// other prompt's values; and a decode step run eagerly, captured and replayed.
 TEST_F(CudaTaps, TapsKeptOnTheDeviceAreTheHostCopysBits) {
   const std::vector<int32_t> layers = {0, 2, last_};
   const auto n_taps = static_cast<int64_t>(layers.size());
-  const std::vector<int32_t> tokens = prompt(100), next = {7};
-  const auto n = static_cast<int64_t>(tokens.size());
+  const std::vector<int32_t> next = {7};
+  std::vector<std::vector<int32_t>> prompts = {prompt(200), prompt(200)};
+  for (int32_t& t : prompts[1]) t = 2 + (t * 13 + 1) % static_cast<int32_t>(weights_->hparams().n_vocab - 2);
+  const auto n = static_cast<int64_t>(prompts[0].size());
   const auto pos = static_cast<int32_t>(n);
   auto device_rows = [&](const Model& m, int64_t rows) {
     const FloatRows d = m.device_taps();
@@ -222,15 +225,19 @@ TEST_F(CudaTaps, TapsKeptOnTheDeviceAreTheHostCopysBits) {
     std::unique_ptr<KvStorage> kv;
     ASSERT_TRUE(make(Device::kCuda, batch_tokens, true, &gpu, &kv));
     ASSERT_TRUE(gpu->keeps_taps_on_device());
-    std::vector<float> want(n * n_taps * n_embd_);
+    std::vector<std::vector<float>> want(prompts.size(), std::vector<float>(n * n_taps * n_embd_));
     int32_t id = -1;
-    ASSERT_TRUE(forward_with_taps(*gpu, *kv, tokens, 0, layers, want.data(), &id).ok());
-    EXPECT_EQ(gpu->device_taps().n, 0) << "a step with host taps leaves none on the device";
-    // The same prompt again rewrites the same K/V: the same rows.
-    ASSERT_TRUE(forward_with_taps(*gpu, *kv, tokens, 0, layers, nullptr, &id, true).ok());
-    const std::vector<float> got = device_rows(*gpu, n);
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
-        << "prompt in batches of " << batch_tokens;
+    for (size_t p = 0; p < prompts.size(); ++p) {  // each prompt rewrites the same K/V
+      ASSERT_TRUE(forward_with_taps(*gpu, *kv, prompts[p], 0, layers, want[p].data(), &id).ok());
+      EXPECT_EQ(gpu->device_taps().n, 0) << "a step with host taps leaves none on the device";
+    }
+    for (int run = 0; run < 6; ++run) {  // eager, captured, replayed, for each chunk shape
+      const size_t p = static_cast<size_t>(run % 2);
+      ASSERT_TRUE(forward_with_taps(*gpu, *kv, prompts[p], 0, layers, nullptr, &id, true).ok());
+      const std::vector<float> got = device_rows(*gpu, n);
+      EXPECT_EQ(std::memcmp(got.data(), want[p].data(), got.size() * sizeof(float)), 0)
+          << "prompt " << p << " in batches of " << batch_tokens << ", run " << run;
+    }
 
     std::vector<float> step(n_taps * n_embd_);
     ASSERT_TRUE(forward_with_taps(*gpu, *kv, next, pos, layers, step.data(), &id).ok());

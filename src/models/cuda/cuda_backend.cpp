@@ -350,6 +350,7 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
   if (c.taps || c.taps_on_device) {
     s.taps_stride = c.taps_stride;
     s.taps_on_device = c.taps_on_device;
+    s.taps_row0 = c.taps_on_device ? c.row0 : 0;  // baked into a captured graph's copies
     s.tap_layers.assign(c.tap_layers.begin(), c.tap_layers.end());
   }
   s.input_rows = !c.input_rows.empty();
@@ -366,9 +367,9 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
   std::copy(packed.begin(), packed.end(), in_host_ + T + n_out);
   std::copy(c.input_rows.begin(), c.input_rows.end(), in_host_ + T + n_out + layout.total);
 
-  // tap_rows writes at fixed addresses (the pinned staging, or the device rows of a chunk that starts at row0:
-  // always 0 in a graph, whose steps are one chunk).
-  cur_.taps = s.taps_stride == 0 ? nullptr : s.taps_on_device ? taps_dev_ + c.row0 * s.taps_stride : taps_host_;
+  // tap_rows writes at fixed addresses: the pinned staging, or the device rows of a chunk that starts at row0
+  // (part of the shape: equal chunks of a long batch, each small enough for a graph, sit at different rows).
+  cur_.taps = s.taps_stride == 0 ? nullptr : s.taps_on_device ? taps_dev_ + s.taps_row0 * s.taps_stride : taps_host_;
   cur_.taps_kind = s.taps_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
   cur_.taps_stride = s.taps_stride;
 
@@ -428,6 +429,11 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
   }
   if (!r.input_rows.empty() && static_cast<int64_t>(r.input_rows.size()) != T) {
     return make_error(StatusCode::kInvalidArgument, "forward: {} input rows for {} tokens", r.input_rows.size(), T);
+  }
+  for (int32_t k : r.input_rows) {  // the gather reads device memory: no index past the kept rows
+    if (k < 0 || k >= n_kept_) {
+      return make_error(StatusCode::kInvalidArgument, "forward: input row {} of {} kept rows", k, n_kept_);
+    }
   }
   SAKER_RETURN_IF_ERROR(flush_kept_copies());  // before the program gathers kept rows
   last_device_taps_ = {};

@@ -120,12 +120,13 @@ class CudaBackend final : public OpBackend {
     int32_t top_k = 0;                             // > 0: the top-k outputs instead
     std::vector<const void*> kv;                   // DeviceKv::pointers
     int64_t taps_stride = 0;                       // 0: no taps; else the staging buffer's row
-    bool taps_on_device = false;                   // the taps' copies stay on the device
+    bool taps_on_device = false;                   // the taps' copies stay on the device...
+    int64_t taps_row0 = 0;                         // ...from this row on (a chunk's offset in its request)
     std::vector<int32_t> tap_layers;               // which copies into it the body makes
     bool input_rows = false;                       // load_input gathers kept rows (their indices follow the batch)
     auto key() const {
       return std::tie(n_tokens, n_out, n_seqs, packed_total, ctx_capacity, block_size, want_logits, want_argmax, top_k,
-                      kv, taps_stride, taps_on_device, tap_layers, input_rows);
+                      kv, taps_stride, taps_on_device, taps_row0, tap_layers, input_rows);
     }
     bool operator<(const StepShape& o) const { return key() < o.key(); }
   };
