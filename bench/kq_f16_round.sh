@@ -10,16 +10,9 @@
 #   bench/kq_f16_round.sh BIN_DIR OUT_DIR [tests|kernels|models|all]   (default all: may pass 600 s)
 # BIN_DIR: saker, saker_ops_cuda_tests, matmul_cuda_bench, saker_gpu_model_tests and lib/
 # (bench/collect_gpu_bins.sh). Each part ends with its table; everything else is under OUT_DIR.
-set -u
-BIN=$(cd "$1" && pwd); OUT=$2; PART=${3:-all}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$BIN/lib:${LD_LIBRARY_PATH:-}" SAKER_TEST_SOURCE_DIR=$PWD
-MODELS=${SAKER_BENCH_MODELS:-/tmp/saker-bench-models}
-mkdir -p "$MODELS"
+source "$(dirname "$0")/round_common.sh"
 modes=(int8 kqf16 kqf16k2 kqf16k1)
 env_of() { [ "$1" = int8 ] && echo "" || echo "$1"; }
-want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
-failed() { grep -cE '^\[  FAILED  \] [A-Za-z]' "$1"; }
 
 if want tests; then
   timeout 200 "$BIN/saker_ops_cuda_tests" --gtest_brief=1 --gtest_filter='CudaMatmulKq.*:CudaMatmulQ32*' \
@@ -54,9 +47,7 @@ if want kernels; then
 fi
 
 if want models; then
-  Q4=$MODELS/8b-q4_k_m.gguf Q8=$MODELS/0.6b-q8_0.gguf
-  [ -s "$Q4" ] || timeout 300 "$BIN/saker" synth --preset 8b --type q4_k_m -o "$Q4" > "$OUT/synth-8b.txt" 2>&1
-  [ -s "$Q8" ] || timeout 120 "$BIN/saker" synth --preset 0.6b --type q8_0 -o "$Q8" > "$OUT/synth-0.6b.txt" 2>&1
+  Q4=$(model 8b q4_k_m) Q8=$(model 0.6b q8_0)
   for m in "${modes[@]}"; do
     SAKER_CUDA_MATMUL=$(env_of $m) timeout 120 "$BIN/saker" bench -m "$Q4" --device cuda -p 512 --decode-ctx 0 \
       -n 64 --rows 1,4,16,64 -r 2 --json "$OUT/bench-$m.json" > "$OUT/bench-$m.txt" 2> "$OUT/bench-$m.log"

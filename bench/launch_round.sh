@@ -12,20 +12,7 @@
 #   bench/launch_round.sh BIN_DIR OUT_DIR [tests|launch|f16|policy|all]   (default all: may pass 600 s)
 # BIN_DIR: saker, saker_ops_cuda_tests, saker_gpu_model_tests and lib/ (bench/collect_gpu_bins.sh). Each part
 # ends with its table; everything else is under OUT_DIR.
-set -u
-BIN=$(cd "$1" && pwd); OUT=$2; PART=${3:-all}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$BIN/lib:${LD_LIBRARY_PATH:-}" SAKER_TEST_SOURCE_DIR=$PWD
-MODELS=${SAKER_BENCH_MODELS:-/tmp/saker-bench-models}
-mkdir -p "$MODELS"
-want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
-summary() { grep -hE '^\[  PASSED|^\[  FAILED  \] [0-9]' "$1" | tr '\n' ' '; }
-failures() { grep -hE '^\[  FAILED  \] [A-Za-z]' "$1" | head -5; }
-model() {  # preset type -> path (synthesized once)
-  local f=$MODELS/$1-$2.gguf
-  [ -s "$f" ] || timeout 400 "$BIN/saker" synth --preset "$1" --type "$2" -o "$f" > "$OUT/synth-$1-$2.txt" 2>&1
-  echo "$f"
-}
+source "$(dirname "$0")/round_common.sh"
 ab() {  # file tag: SAKER_CUDA_PDL=0 against the default, two runs each way
   for i in 1 2; do
     for p in 0 1; do

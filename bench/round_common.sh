@@ -1,0 +1,21 @@
+# What the GPU-round scripts (bench/*_round.sh) share; sourced, not run. Sets BIN (absolute), OUT and PART from
+# the script's arguments (BIN_DIR OUT_DIR [PART]), the library path for BIN/lib, MODELS (synthesized files,
+# kept between parts of one session), and the helpers below.
+set -u
+BIN=$(cd "$1" && pwd); OUT=$2; PART=${3:-all}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$BIN/lib:${LD_LIBRARY_PATH:-}" SAKER_TEST_SOURCE_DIR=$PWD
+MODELS=${SAKER_BENCH_MODELS:-/tmp/saker-bench-models}
+mkdir -p "$MODELS"
+# Whether the part asked for includes $1.
+want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+# A gtest log's summary line(s), its first failed tests, and how many failed.
+summary() { grep -hE '^\[  PASSED|^\[  FAILED  \] [0-9]' "$1" | tr '\n' ' '; }
+failures() { grep -hE '^\[  FAILED  \] [A-Za-z]' "$1" | head -5; }
+failed() { grep -cE '^\[  FAILED  \] [A-Za-z]' "$1"; }
+# model PRESET TYPE -> the path of a synthesized file (made once).
+model() {
+  local f=$MODELS/$1-$2.gguf
+  [ -s "$f" ] || timeout 400 "$BIN/saker" synth --preset "$1" --type "$2" -o "$f" > "$OUT/synth-$1-$2.txt" 2>&1
+  echo "$f"
+}
