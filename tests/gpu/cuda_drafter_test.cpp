@@ -110,7 +110,9 @@ TEST_F(CudaDrafter, DraftsMatchTheCpuBackendWholeAndOnePositionAtATime) {
 TEST_F(CudaDrafter, TapsReadOnTheDeviceDraftWhatHostTapsDraft) {
   const spec::DFlashConfig& c = dw->config;
   const int64_t stride = static_cast<int64_t>(c.target_layers.size()) * c.n_embd;
-  const int32_t n = 40, tail = 5;  // the last `tail` positions come as a verify step's picked rows
+  // The last `tail` positions come as a verify step's picked rows; the prompt's 95 rows come in two calls, the
+  // second growing the kept buffer (64 rows at first) while the first one's copies still wait.
+  const int32_t n = 100, tail = 5, first_part = 40;
   std::vector<float> taps(static_cast<size_t>(n * stride));
   for (size_t i = 0; i < taps.size(); ++i) taps[i] = std::sin(0.37f * static_cast<float>(i % 9973)) * 3.0f;
   // On the device: the prompt rows, then a "verify step" whose rows hold the tail positions out of order, with
@@ -144,7 +146,13 @@ TEST_F(CudaDrafter, TapsReadOnTheDeviceDraftWhatHostTapsDraft) {
   ASSERT_TRUE(h.add_context(0, n - tail - 2, tail + 2, taps.data() + (n - tail - 2) * stride).ok());
   spec::DFlashDrafter& d = **from_device;
   ASSERT_TRUE(
-      d.add_context(0, 0, FloatRows{.data = prompt_dev, .stride = stride, .n = n - tail, .on_device = true}).ok());
+      d.add_context(0, 0, FloatRows{.data = prompt_dev, .stride = stride, .n = first_part, .on_device = true}).ok());
+  ASSERT_TRUE(d.add_context(0, first_part,
+                            FloatRows{.data = prompt_dev + first_part * stride,
+                                      .stride = stride,
+                                      .n = n - tail - first_part,
+                                      .on_device = true})
+                  .ok());
   ASSERT_TRUE(d.run().ok());
   // A rejected draft's row, then the last two fused positions again (fused rows replaced), then the verify
   // step's accepted rows picked in position order.
