@@ -560,9 +560,13 @@ Result<int64_t> CudaBackend::keep_rows(const FloatRows& src, int64_t cols) {
     const int64_t cap = std::max<int64_t>({(first + src.n) * cols, 2 * kept_capacity_, 64 * cols});
     SAKER_ASSIGN_OR_RETURN(float* grown, mem_.alloc_array<float>(static_cast<size_t>(cap), "kept input rows"));
     if (first > 0) {
-      SAKER_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(grown, kept_dev_, first * cols * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-      SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+      cudaError_t moved =
+          cudaMemcpyAsync(grown, kept_dev_, first * cols * sizeof(float), cudaMemcpyDeviceToDevice, stream_);
+      if (moved == cudaSuccess) moved = cudaStreamSynchronize(stream_);
+      if (moved != cudaSuccess) {
+        mem_.release(grown);  // the old buffer and its rows stay
+        SAKER_CUDA_RETURN_IF_ERROR(moved);
+      }
     }
     mem_.release(kept_dev_);
     kept_dev_ = grown;
