@@ -82,14 +82,14 @@ bool StepCost::drafting_pays(int64_t plain_rows, int64_t drafts, double expected
   if (!t_spec) {
     // Nothing fresh to price the drafts with. Measure, within the budget; before any drafting width is known
     // there is nothing else to go by.
-    const bool known = spec_time(plain_rows, plain_ms, drafts, true).has_value();
-    if (!known) return true;  // the first measurements: not optional, not counted
+    const std::optional<double> latest = spec_time(plain_rows, plain_ms, drafts, true);
+    if (!latest) return true;  // the first measurements: not optional, not counted
     if (measure_ms_ < measure_share_ * total_ms_) {
       measuring_ = true;
       measure_plain_ms_ = plain_ms;
       return true;
     }
-    t_spec = spec_time(plain_rows, plain_ms, drafts, true);
+    t_spec = latest;
   }
   t_spec = std::max(*t_spec, plain_ms);  // drafts never make a step cheaper (old figures, noise)
   return (static_cast<double>(plain_rows) + expected_accepted) / *t_spec >= static_cast<double>(plain_rows) / plain_ms;

@@ -7,6 +7,7 @@
 //
 // Activations are f32 rows in the backend's memory (host or device): an Act is a [rows, cols] window with a
 // row stride, so a column range of a wider buffer (q inside a fused q|k|v row) is an Act too.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -116,17 +117,33 @@ inline Status check_top_k(const StepRequest& r) {
   return {};
 }
 
+// Whether every index of a step's input_rows names one of the n_kept kept rows.
+inline bool input_rows_kept(std::span<const int32_t> input_rows, int64_t n_kept) {
+  return std::all_of(input_rows.begin(), input_rows.end(), [&](int32_t r) { return r >= 0 && r < n_kept; });
+}
+
 // load_input's check, the same on every backend: the step reads kept rows (has_input) of at least out.cols
 // floats (kept_cols), one for each of its n_tokens, each a kept row (n_kept of them).
 inline Status check_load_input(const Act& out, std::span<const int32_t> input_rows, int64_t n_tokens, int64_t kept_cols,
                                int64_t n_kept) {
-  bool ok = !input_rows.empty() && kept_cols >= out.cols && out.rows == n_tokens &&
-            static_cast<int64_t>(input_rows.size()) == n_tokens;
-  for (int32_t r : input_rows) ok = ok && r >= 0 && r < n_kept;
-  if (ok) return {};
+  if (!input_rows.empty() && kept_cols >= out.cols && out.rows == n_tokens &&
+      static_cast<int64_t>(input_rows.size()) == n_tokens && input_rows_kept(input_rows, n_kept)) {
+    return {};
+  }
   return make_error(StatusCode::kInvalidArgument,
                     "load_input: {} rows of {} floats asked, the step reads {} of {} kept rows of {} floats", out.rows,
                     out.cols, input_rows.size(), n_kept, kept_cols);
+}
+
+// keep_rows' check, the same on every backend: src's rows are at least cols wide and there, and cols is the width
+// of the rows kept already (*kept_cols, which the first rows after clear_kept_rows set: n_kept 0).
+inline Status check_keep_rows(const FloatRows& src, int64_t cols, int64_t n_kept, int64_t* kept_cols) {
+  if (n_kept == 0) *kept_cols = cols;
+  if (cols > 0 && cols == *kept_cols && cols <= src.stride && src.n >= 0 && (src.n == 0 || src.data != nullptr)) {
+    return {};
+  }
+  return make_error(StatusCode::kInvalidArgument, "keep_rows: {} rows of {} floats (stride {}) beside rows of {}",
+                    src.n, cols, src.stride, *kept_cols);
 }
 
 class OpBackend {

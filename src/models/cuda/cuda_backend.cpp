@@ -248,28 +248,20 @@ Status CudaBackend::ensure_input_capacity(int64_t n) {
   return {};
 }
 
-Status CudaBackend::ensure_taps_capacity(int64_t n) {
-  if (n <= taps_capacity_) return {};
+Status CudaBackend::ensure_taps_capacity(int64_t n, bool on_device) {
+  float*& buf = on_device ? taps_dev_ : taps_host_;
+  int64_t& capacity = on_device ? taps_dev_capacity_ : taps_capacity_;
+  if (n <= capacity) return {};
   SAKER_RETURN_IF_ERROR(drop_graphs());  // their tap copies write to the old buffer
-  const int64_t cap = std::max<int64_t>(n, 2 * taps_capacity_);
-  mem_.release(taps_host_);
-  taps_host_ = nullptr;
-  taps_capacity_ = 0;
-  SAKER_ASSIGN_OR_RETURN(void* hp, mem_.alloc_host(cap * sizeof(float), "hidden-state taps"));
-  taps_host_ = static_cast<float*>(hp);
-  taps_capacity_ = cap;
-  return {};
-}
-
-Status CudaBackend::ensure_device_taps_capacity(int64_t n) {
-  if (n <= taps_dev_capacity_) return {};
-  SAKER_RETURN_IF_ERROR(drop_graphs());  // their tap copies write to the old buffer
-  const int64_t cap = std::max<int64_t>(n, 2 * taps_dev_capacity_);
-  mem_.release(taps_dev_);
-  taps_dev_ = nullptr;
-  taps_dev_capacity_ = 0;
-  SAKER_ASSIGN_OR_RETURN(taps_dev_, mem_.alloc_array<float>(cap, "hidden-state taps on the device"));
-  taps_dev_capacity_ = cap;
+  const int64_t cap = std::max<int64_t>(n, 2 * capacity);
+  mem_.release(buf);
+  buf = nullptr;
+  capacity = 0;
+  const size_t bytes = static_cast<size_t>(cap) * sizeof(float);
+  SAKER_ASSIGN_OR_RETURN(void* p, on_device ? mem_.alloc(bytes, "hidden-state taps on the device")
+                                            : mem_.alloc_host(bytes, "hidden-state taps"));
+  buf = static_cast<float*>(p);
+  capacity = cap;
   return {};
 }
 
@@ -360,7 +352,7 @@ Status CudaBackend::run_chunk(const Chunk& c, const StepProgram& program) {
   probe.block_size = static_cast<int32_t>(kv_.block_size);
   SAKER_RETURN_IF_ERROR(ensure_attention_workspace(cuda::attention_workspace_bytes(probe, attention_launch(ctx_cap))));
   SAKER_RETURN_IF_ERROR(ensure_input_capacity(T + n_out + layout.total + (s.input_rows ? T : 0)));
-  if (!s.taps_on_device) SAKER_RETURN_IF_ERROR(ensure_taps_capacity(T * s.taps_stride));
+  if (!s.taps_on_device) SAKER_RETURN_IF_ERROR(ensure_taps_capacity(T * s.taps_stride, false));
 
   std::copy(c.tokens.begin(), c.tokens.end(), in_host_);
   std::copy(c.output_rows.begin(), c.output_rows.end(), in_host_ + T);
@@ -430,14 +422,12 @@ Status CudaBackend::run_step(const StepRequest& r, const StepProgram& program) {
   if (!r.input_rows.empty() && static_cast<int64_t>(r.input_rows.size()) != T) {
     return make_error(StatusCode::kInvalidArgument, "forward: {} input rows for {} tokens", r.input_rows.size(), T);
   }
-  for (int32_t k : r.input_rows) {  // the gather reads device memory: no index past the kept rows
-    if (k < 0 || k >= n_kept_) {
-      return make_error(StatusCode::kInvalidArgument, "forward: input row {} of {} kept rows", k, n_kept_);
-    }
+  if (!input_rows_kept(r.input_rows, n_kept_)) {  // the gather reads device memory: no index past the kept rows
+    return make_error(StatusCode::kInvalidArgument, "forward: an input row outside the {} kept rows", n_kept_);
   }
   SAKER_RETURN_IF_ERROR(flush_kept_copies());  // before the program gathers kept rows
   last_device_taps_ = {};
-  if (r.taps_on_device) SAKER_RETURN_IF_ERROR(ensure_device_taps_capacity(T * r.taps_stride));
+  if (r.taps_on_device) SAKER_RETURN_IF_ERROR(ensure_taps_capacity(T * r.taps_stride, true));
   // Tokens index the embedding table, whose rows can outnumber the head's (a tensor-parallel rank's head holds
   // a slice of the vocabulary): checked against the table once embedding() has seen it (the first, eager run of
   // any step), and in embedding() itself.
@@ -546,11 +536,7 @@ Status CudaBackend::load_input(const Act& out) {
 Result<int64_t> CudaBackend::keep_rows(const FloatRows& src, int64_t cols) {
   const cuda::ScopedDevice on(device_);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (n_kept_ == 0) kept_cols_ = cols;
-  if (cols <= 0 || cols != kept_cols_ || cols > src.stride || src.n < 0 || (src.n > 0 && src.data == nullptr)) {
-    return make_error(StatusCode::kInvalidArgument, "keep_rows: {} rows of {} floats (stride {}) beside rows of {}",
-                      src.n, cols, src.stride, kept_cols_);
-  }
+  SAKER_RETURN_IF_ERROR(check_keep_rows(src, cols, n_kept_, &kept_cols_));
   const int64_t first = n_kept_;
   if ((first + src.n) * cols > kept_capacity_) {
     // Grown on the stream's order: the old rows (their waiting copies first) move over before the old buffer
@@ -593,12 +579,11 @@ Result<int64_t> CudaBackend::keep_rows(const FloatRows& src, int64_t cols) {
     // A host source is copied now (staged before the call returns): the caller's buffer may go at once.
     SAKER_RETURN_IF_ERROR(flush_kept_copies());
     const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
-    for (int64_t i = 0; i < src.n; ++i) {
-      const int64_t run = src.pick.empty() ? src.n : 1;  // rows in order: one 2D copy
+    const int64_t copies = src.pick.empty() ? 1 : src.n;  // rows in order: one 2D copy; picked: one a row
+    for (int64_t i = 0; i < copies; ++i) {
       SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst + i * cols, row_bytes, src.row_data(i),
-                                                   src.stride * sizeof(float), row_bytes, run, cudaMemcpyHostToDevice,
-                                                   stream_));
-      i += run - 1;
+                                                   src.stride * sizeof(float), row_bytes, src.n / copies,
+                                                   cudaMemcpyHostToDevice, stream_));
     }
   }
   n_kept_ = first + src.n;

@@ -175,8 +175,8 @@ class CudaBackend final : public OpBackend {
   cuda::AttentionLaunch attention_launch(int64_t ctx_capacity) const;
   Status ensure_attention_workspace(size_t bytes);
   Status ensure_input_capacity(int64_t n_int32);
-  Status ensure_taps_capacity(int64_t n_floats);
-  Status ensure_device_taps_capacity(int64_t n_floats);
+  // The staging of host taps (pinned) or the device taps, grown to n_floats.
+  Status ensure_taps_capacity(int64_t n_floats, bool on_device);
   Status flush_kept_copies();
   // Packs the chunk's inputs, runs the program (graph or eager), copies its outputs out.
   Status run_chunk(const Chunk& chunk, const StepProgram& program);

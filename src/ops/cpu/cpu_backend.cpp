@@ -150,12 +150,8 @@ Status CpuBackend::load_input(const Act& out) {
 
 Result<int64_t> CpuBackend::keep_rows(const FloatRows& src, int64_t cols) {
   if (src.on_device) return make_error(StatusCode::kInvalidArgument, "keep_rows: the CPU backend reads no GPU memory");
-  if (n_kept_rows() == 0) kept_cols_ = cols;
-  if (cols <= 0 || cols != kept_cols_ || cols > src.stride || src.n < 0 || (src.n > 0 && src.data == nullptr)) {
-    return make_error(StatusCode::kInvalidArgument, "keep_rows: {} rows of {} floats (stride {}) beside rows of {}",
-                      src.n, cols, src.stride, kept_cols_);
-  }
   const int64_t first = n_kept_rows();
+  SAKER_RETURN_IF_ERROR(check_keep_rows(src, cols, first, &kept_cols_));
   kept_.resize(static_cast<size_t>((first + src.n) * cols));
   for (int64_t i = 0; i < src.n; ++i) std::copy_n(src.row_data(i), cols, kept_.data() + (first + i) * cols);
   return first;
