@@ -81,9 +81,11 @@ __device__ __forceinline__ int byte_at(const uint32_t (&w)[2], int j) {
 // 16-byte chunks that cover it (from the 16-byte boundary at or below its start), one row every kRowStride
 // bytes of the stage; the strides keep a half-warp's fragment loads on distinct banks. Each format gives
 // the row header a lane needs for a block (Hdr) and block_values: the canonical values (kq_canon.h) of a row
-// pair's block against one n-tile of activation codes, for the lane's four C elements (rows g, g, g+8, g+8;
-// columns c0, c1, c0, c1). n_sub: the block's 32-element sub-blocks (8 but in the partial last group of a
-// 32-element format's row).
+// pair's block against NT n-tiles of activation codes, for the lane's four C elements of each (rows g, g, g+8,
+// g+8; columns c0, c1, c0, c1). Q6_K, IQ4_XS and the 32-element formats build a sub-block's A fragment and
+// scales once for all NT n-tiles (per n-tile, Q6_K and IQ4_XS spilled registers at 9-64 rows; Q6_K now runs
+// 6% faster at 16 rows and 11% at 64, H100). n_sub: the block's 32-element sub-blocks (8 but in the partial
+// last group of a 32-element format's row).
 
 // Q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles) and Q5_K (176:
 // the same header, 32 bytes of 5th bits, 128 of nibbles). Sub-block j = 2c + h: elements 64c + 32h + l are
@@ -138,10 +140,10 @@ struct KqMinFmt {
       M[e] = __dp2a_hi(static_cast<int>(c.qs[3]), static_cast<int>(r.mn[1]), m);
     }
   }
-  // T of the four C elements of a row pair; s0 / s1: the rows' staged chunks, the block at byte at0 / at1
-  // (0 here); xb: column g's 256 activation codes of this block.
-  __device__ __forceinline__ static void block_ints(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int, const uint8_t* s1,
-                                                    int, const int8_t* xb, const ColMeta (&col)[2], int t, int (&T)[4]) {
+  // T of the four C elements of a row pair against one n-tile (xb: column g's 256 activation codes of this
+  // block; staged chunks s0 / s1 with the block at byte 0).
+  __device__ __forceinline__ static void block_ints(const Hdr& r0, const Hdr& r1, const uint8_t* s0, const uint8_t* s1,
+                                                    const int8_t* xb, const ColMeta (&col)[2], int t, int (&T)[4]) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) T[e] = 0;
 #pragma unroll
@@ -159,16 +161,23 @@ struct KqMinFmt {
       }
     }
   }
-  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
-                                                      const uint8_t* s1, int at1, const int8_t* xb,
-                                                      const ColMeta (&col)[2], int t, int /*n_sub: 8*/, float (&v)[4]) {
-    int T[4], M[4];
-    block_ints(r0, r1, s0, at0, s1, at1, xb, col, t, T);
-    min_ints(r0, r1, col, M);
+  // One n-tile after the other: here the sub-block-outer order of the other formats (one A fragment for
+  // every n-tile) measured 4-6% slower at 16 rows (H100, matmul_cuda_bench --quick q4_K).
+  template <int NT>
+  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int,
+                                                      const uint8_t* s1, int, const int8_t* const (&xb)[NT],
+                                                      const ColMeta (&col)[NT][2], int t, int /*n_sub: 8*/,
+                                                      float (&v)[NT][4]) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const Hdr& r = e >> 1 ? r1 : r0;
-      v[e] = kq::kq_value_min(col[e & 1].d8, r.d, r.dmin, T[e], M[e]);
+    for (int nt = 0; nt < NT; ++nt) {
+      int T[4], M[4];
+      block_ints(r0, r1, s0, s1, xb[nt], col[nt], t, T);
+      min_ints(r0, r1, col[nt], M);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const Hdr& r = e >> 1 ? r1 : r0;
+        v[nt][e] = kq::kq_value_min(col[nt][e & 1].d8, r.d, r.dmin, T[e], M[e]);
+      }
     }
   }
 };
@@ -199,11 +208,14 @@ struct KqQ6Fmt {
     const uint32_t code = nib | (((hb >> (2 * rr)) & 0x03030303u) << 4);
     return __vsub4(code, 0x20202020u);  // 0..63 -> -32..31 per byte
   }
-  __device__ __forceinline__ static void block_ints(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
-                                                    const uint8_t* s1, int at1, const int8_t* xb,
-                                                    const ColMeta (&col)[2], int t, int (&T)[4]) {
+  template <int NT>
+  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
+                                                      const uint8_t* s1, int at1, const int8_t* const (&xb)[NT],
+                                                      const ColMeta (&col)[NT][2], int t, int /*n_sub: 8*/,
+                                                      float (&v)[NT][4]) {
+    int T[NT][4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) T[e] = 0;
+    for (int nt = 0; nt < NT; ++nt) T[nt][0] = T[nt][1] = T[nt][2] = T[nt][3] = 0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
@@ -216,21 +228,23 @@ struct KqQ6Fmt {
 #pragma unroll
         for (int rr = 0; rr < 4; ++rr) {
           const int i = 8 * h + 2 * rr + s;
-          const uint32_t xv = __ldg(reinterpret_cast<const uint32_t*>(xb + 16 * i + 4 * t));
-          int sm[4];
-          mma_k16(sm, codes(lo0[rr & 1], hb0, rr), codes(lo1[rr & 1], hb1, rr), xv);
-          fold_scaled(T, sm, scale(r0, i), scale(r1, i), col[0].shift(i >> 1), col[1].shift(i >> 1));
+          const uint32_t a0 = codes(lo0[rr & 1], hb0, rr), a1 = codes(lo1[rr & 1], hb1, rr);
+          const int sc0 = scale(r0, i), sc1 = scale(r1, i);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const uint32_t xv = __ldg(reinterpret_cast<const uint32_t*>(xb[nt] + 16 * i + 4 * t));
+            int sm[4];
+            mma_k16(sm, a0, a1, xv);
+            fold_scaled(T[nt], sm, sc0, sc1, col[nt][0].shift(i >> 1), col[nt][1].shift(i >> 1));
+          }
         }
       }
     }
-  }
-  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
-                                                      const uint8_t* s1, int at1, const int8_t* xb,
-                                                      const ColMeta (&col)[2], int t, int /*n_sub: 8*/, float (&v)[4]) {
-    int T[4];
-    block_ints(r0, r1, s0, at0, s1, at1, xb, col, t, T);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = kq::kq_value_sym(col[e & 1].d8, (e >> 1 ? r1 : r0).d, T[e]);
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[nt][e] = kq::kq_value_sym(col[nt][e & 1].d8, (e >> 1 ? r1 : r0).d, T[nt][e]);
+    }
   }
 };
 
@@ -247,12 +261,16 @@ struct Q32Fmt {
   static constexpr int kRowStride = 16 * (kChunks | 1);
   struct Hdr {};  // the scales are read with each block
   __device__ __forceinline__ static Hdr load_hdr(const uint8_t*, int, int) { return {}; }
+  template <int NT>
   __device__ __forceinline__ static void block_values(const Hdr&, const Hdr&, const uint8_t* s0, int at0,
-                                                      const uint8_t* s1, int at1, const int8_t* xb,
-                                                      const ColMeta (&col)[2], int t, int n_sub, float (&v)[4]) {
+                                                      const uint8_t* s1, int at1, const int8_t* const (&xb)[NT],
+                                                      const ColMeta (&col)[NT][2], int t, int n_sub,
+                                                      float (&v)[NT][4]) {
     const auto* w0 = reinterpret_cast<const uint32_t*>(s0);
     const auto* w1 = reinterpret_cast<const uint32_t*>(s1);
-    float u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float u[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) u[nt][0] = u[nt][1] = u[nt][2] = u[nt][3] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       if (j < n_sub) {  // uniform across the warp
@@ -260,22 +278,30 @@ struct Q32Fmt {
         uint32_t a0, a1, a2, a3;
         B::lane_codes(w0, b0, t, a0, a2);
         B::lane_codes(w1, b1, t, a1, a3);
-        const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t));
-        int s[4];
-        mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
         const uint32_t h0 = staged_word(w0, b0), h1 = staged_word(w1, b1);
         const float d[2] = {q32::block_d(h0), q32::block_d(h1)};
 #pragma unroll
-        for (int e = 0; e < 4; ++e) u[e] = kq::ffma(d[e >> 1], kq::i2f(s[e] << col[e & 1].shift(j)), u[e]);
-        if constexpr (B::kMin) {
-          const float m[2] = {q32::block_m(h0), q32::block_m(h1)};
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb[nt] + 32 * j + 8 * t));
+          int s[4];
+          mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) u[e] = kq::ffma(m[e >> 1], kq::i2f(col[e & 1].qsum(j)), u[e]);
+          for (int e = 0; e < 4; ++e) {
+            u[nt][e] = kq::ffma(d[e >> 1], kq::i2f(s[e] << col[nt][e & 1].shift(j)), u[nt][e]);
+          }
+          if constexpr (B::kMin) {
+            const float m[2] = {q32::block_m(h0), q32::block_m(h1)};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) u[nt][e] = kq::ffma(m[e >> 1], kq::i2f(col[nt][e & 1].qsum(j)), u[nt][e]);
+          }
         }
       }
     }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = kq::fmul(col[e & 1].d8, u[e]);
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[nt][e] = kq::fmul(col[nt][e & 1].d8, u[nt][e]);
+    }
   }
 };
 
@@ -292,25 +318,35 @@ struct KqIq4XsFmt {
     const uint32_t head = staged_word(s, at);
     return Hdr{q32::block_d(head), head >> 16, staged_word(s, at + 4)};
   }
+  template <int NT>
   __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
-                                                      const uint8_t* s1, int at1, const int8_t* xb,
-                                                      const ColMeta (&col)[2], int t, int, float (&v)[4]) {
+                                                      const uint8_t* s1, int at1, const int8_t* const (&xb)[NT],
+                                                      const ColMeta (&col)[NT][2], int t, int, float (&v)[NT][4]) {
     const auto* w0 = reinterpret_cast<const uint32_t*>(s0);
     const auto* w1 = reinterpret_cast<const uint32_t*>(s1);
-    int T[4] = {0, 0, 0, 0};
+    int T[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) T[nt][0] = T[nt][1] = T[nt][2] = T[nt][3] = 0;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       uint32_t a0, a1, a2, a3;
       q32::iq4xs::lane_codes(w0, at0, j, t, a0, a2);
       q32::iq4xs::lane_codes(w1, at1, j, t, a1, a3);
-      const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t));
-      int s[4];
-      mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
-      fold_scaled(T, s, q32::iq4xs::scale(r0.scales_h, r0.scales_l, j), q32::iq4xs::scale(r1.scales_h, r1.scales_l, j),
-                  col[0].shift(j), col[1].shift(j));
+      const int sc0 = q32::iq4xs::scale(r0.scales_h, r0.scales_l, j);
+      const int sc1 = q32::iq4xs::scale(r1.scales_h, r1.scales_l, j);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb[nt] + 32 * j + 8 * t));
+        int s[4];
+        mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
+        fold_scaled(T[nt], s, sc0, sc1, col[nt][0].shift(j), col[nt][1].shift(j));
+      }
     }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = kq::kq_value_sym(col[e & 1].d8, (e >> 1 ? r1 : r0).d, T[e]);
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[nt][e] = kq::kq_value_sym(col[nt][e & 1].d8, (e >> 1 ? r1 : r0).d, T[nt][e]);
+    }
   }
 };
 
@@ -403,19 +439,22 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
       const uint8_t* s1 = st + (g + 8) * F::kRowStride;
       const int at0 = static_cast<int>((row_lo0 + boff) & 15), at1 = static_cast<int>((row_lo1 + boff) & 15);
       const typename F::Hdr h0 = F::load_hdr(s0, at0, t), h1 = F::load_hdr(s1, at1, t);
+      // B rows (column g of each n-tile) and the C columns 2t, 2t+1; rows past the call's read its last.
+      const int8_t* xb[NT];
+      ColMeta col[NT][2];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        // B rows (column g of the n-tile) and the C columns 2t, 2t+1; rows past the call's read its last.
         const int brow = min(nt * 8 + g, rows_u - 1);
-        ColMeta col[2];
-        col[0] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t, rows_u - 1)) * n_blocks + b);
-        col[1] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t + 1, rows_u - 1)) * n_blocks + b);
-        float v[4];
-        F::block_values(h0, h1, s0, at0, s1, at1,
-                        xq_u + static_cast<int64_t>(brow) * n_in + static_cast<int64_t>(b) * kq::kBlock, col, t,
-                        b == n_blocks - 1 ? tail_subs : 8, v);
+        xb[nt] = xq_u + static_cast<int64_t>(brow) * n_in + static_cast<int64_t>(b) * kq::kBlock;
+        col[nt][0] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t, rows_u - 1)) * n_blocks + b);
+        col[nt][1] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t + 1, rows_u - 1)) * n_blocks + b);
+      }
+      float v[NT][4];
+      F::template block_values<NT>(h0, h1, s0, at0, s1, at1, xb, col, t, b == n_blocks - 1 ? tail_subs : 8, v);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[nt][e] = kq::fadd(acc[nt][e], v[e]);
+      for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][e] = kq::fadd(acc[nt][e], v[nt][e]);
       }
       __syncwarp();  // every lane is done with the stage before it is refilled
       issue();
