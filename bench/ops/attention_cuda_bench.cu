@@ -1,6 +1,7 @@
 // Playground (not part of CI): speed of the CUDA paged attention and the row-wise layer ops at the
 // geometry of an 8B model (32 query heads, 8 KV heads, head_dim 128, hidden 4096, ffn 12288).
-// Usage: attention_cuda_bench [--quick]
+// Usage: attention_cuda_bench [--quick] [--match TEXT]   (--match: the cases whose name contains TEXT, from the
+// whole list; --quick then only shortens the timing)
 // Each case: warm-up runs, then >= 20 runs timed by CUDA events (median reported). Before every timed
 // run a 256 MB memset evicts L2 so K/V come from HBM. Decode is reported as GB/s over the K/V bytes the
 // step must read (and % of the H200's 4.28 TB/s), prefill as TFLOP/s over the unmasked QK^T and PV
@@ -275,11 +276,14 @@ std::vector<Row> run_layer_ops(Timer& timer, bool quick) {
 
 int main(int argc, char** argv) {
   bool quick = false;
+  std::string match;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--match") == 0 && i + 1 < argc) {
+      match = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--match TEXT]\n", argv[0]);
       return 2;
     }
   }
@@ -304,6 +308,9 @@ int main(int argc, char** argv) {
       {"decode 16 rows ctx 4096", 1, 16, 4096, false},
       {"decode 16 rows ctx 4096 decode-k", 1, 16, 4096, false, K::kDecode},
       {"decode 16 rows ctx 4096 split-K", 1, 16, 4096, false, K::kSplitK},
+      {"decode 16 rows ctx 512", 1, 16, 512, false},
+      {"decode 16 rows ctx 1024", 1, 16, 1024, false},
+      {"verify 64 rows ctx 512", 1, 64, 512, false},
       {"decode 1 tok ctx 32768", 1, 1, 32768, false},
       {"decode 1 tok ctx 32768 warp", 1, 1, 32768, false, K::kWarpDecode},
       {"decode 16 rows ctx 32768", 1, 16, 32768, false},
@@ -318,7 +325,7 @@ int main(int argc, char** argv) {
       {"prefill causal 8192 tiled-pair", 1, 8192, 8192, true, K::kTiledPair},
       {"prefill causal 2048 split-K f32", 1, 2048, 2048, true, K::kSplitK},
   };
-  if (quick) {
+  if (quick && match.empty()) {
     // Each quick case by name, so the list above can grow.
     const char* quick_names[] = {"decode 1 tok ctx 4096", "decode 1 tok ctx 4096 warp", "decode 1 tok ctx 512",
                                  "decode 1 tok ctx 512 warp", "decode 1 tok ctx 8192", "decode 1 tok ctx 8192 warp",
@@ -333,13 +340,16 @@ int main(int argc, char** argv) {
     }
     cases = picked;
   }
+  if (!match.empty()) {
+    std::erase_if(cases, [&](const AttentionCase& c) { return c.name.find(match) == std::string::npos; });
+  }
   std::vector<Row> rows;
   for (const AttentionCase& c : cases) {
     rows.push_back(run_attention(c, timer));
     std::printf("%-30s %10.1f us  %s\n", rows.back().name.c_str(), rows.back().us, rows.back().metric.c_str());
     std::fflush(stdout);
   }
-  for (const Row& r : run_layer_ops(timer, quick)) {
+  for (const Row& r : match.empty() ? run_layer_ops(timer, quick) : std::vector<Row>{}) {
     rows.push_back(r);
     std::printf("%-30s %10.1f us  %s\n", r.name.c_str(), r.us, r.metric.c_str());
   }

@@ -89,6 +89,32 @@ void plan_splits(Plan& plan, const PackedAttentionLayout& L, const AttentionLaun
   size_partials(plan, L, launch);
 }
 
+// Query vectors (token rows x the GQA group) one block of the fixed-slice tensor-core kernel takes: 16, 32 or
+// 64 (one to four m-tiles). A block's time grows with its m-tiles while the K/V it reads does not, so a
+// sequence's verify rows go to more blocks of fewer m-tiles as long as the grid stays within about three
+// blocks a SM (counting the empty slices of the capacity): the fewest vectors a block whose grid fits.
+// Measured on an H100 against 64 vectors a block (docs/performance.md): 8B Q4_K_M, one sequence's 16 verify
+// rows after 512 tokens (capacity 1024), 8.09 -> 7.22 ms a step with 16 a block; attention_cuda_bench, 16 rows
+// at 512 keys 43.3 -> 19.7 us, 64 rows at 512 45.6 -> 38.2 us with 32 a block; but 16 rows at 4096 keys 50.8
+// -> 55.6 us with 32 a block (a grid of four blocks a SM), which this bound leaves at 64.
+// A vector's bits do not depend on its block's m-tiles (attention_decode_mma.cu). SAKER_CUDA_ATTENTION=mt1 /
+// mt2 / mt4 forces 16 / 32 / 64 (to measure).
+int32_t decode_mma_vectors(const PackedAttentionLayout& L, int32_t n_splits, int32_t n_head_kv, int32_t per_seq,
+                           int32_t group) {
+  if (!auto_allows("mt1")) return std::max(16, group);
+  if (!auto_allows("mt2")) return std::max(32, group);
+  if (!auto_allows("mt4")) return 64;
+  const int64_t room = 3LL * sm_count();
+  for (int32_t v = 16; v < 64; v *= 2) {
+    if (v < group) continue;
+    const int32_t rows = v / group;
+    if (rows >= per_seq) return v;  // every sequence's rows fit already
+    const int64_t tiles = (L.n_tokens + rows - 1) / rows;
+    if (static_cast<int64_t>(n_splits) * n_head_kv * tiles <= room) return v;
+  }
+  return 64;
+}
+
 // q and q_stride only decide whether kernels that read q as float4 may run (null: assume they may).
 Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch, const float* q = nullptr,
                int64_t q_stride = 4) {
@@ -127,7 +153,9 @@ Plan make_plan(const DeviceAttentionBatch& batch, const AttentionLaunch& launch,
       const bool q_aligned = (reinterpret_cast<uintptr_t>(q) & 15) == 0 && q_stride % 4 == 0;
       plan.decode_mma = q_aligned && group <= 64 && launch.kernel != AttentionKernel::kSplitFixed &&
                         (launch.kernel == AttentionKernel::kVerifyFixed || auto_allows("fixedf32"));
-      plan.rows_per_tile = std::clamp(per_seq, 1, plan.decode_mma ? 64 / group : max_rows);
+      plan.rows_per_tile = std::clamp(
+          per_seq, 1,
+          plan.decode_mma ? decode_mma_vectors(L, plan.n_splits, launch.n_head_kv, per_seq, group) / group : max_rows);
       return plan;
     }
     plan = Plan{};
