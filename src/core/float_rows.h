@@ -10,7 +10,7 @@ struct FloatRows {
   const float* data = nullptr;    // row r at data + r * stride
   int64_t stride = 0;             // floats between rows
   int64_t n = 0;                  // rows
-  std::span<const int32_t> pick;  // non-empty: [n] the rows of data taken, in order; empty: rows 0 .. n - 1
+  std::span<const int32_t> pick = {};  // non-empty: [n] the rows of data taken, in order; empty: rows 0 .. n - 1
   bool on_device = false;         // data is GPU memory (valid until the producer's next step)
   int64_t row(int64_t i) const { return pick.empty() ? i : pick[static_cast<size_t>(i)]; }
   const float* row_data(int64_t i) const { return data + row(i) * stride; }
