@@ -56,8 +56,9 @@ def main(paths):
         total = sum(us for _, us in step)
         by_name = collections.OrderedDict()
         for name, us in step:
-            calls, summed = by_name.get(short_name(name), (0, 0.0))
-            by_name[short_name(name)] = (calls + 1, summed + us)
+            key = short_name(name)
+            calls, summed = by_name.get(key, (0, 0.0))
+            by_name[key] = (calls + 1, summed + us)
         print(f"\n{path}: last step {len(step)} kernels, {total:.1f} us")
         print("| kernel | us | share | calls | us a call |\n|---|---:|---:|---:|---:|")
         for name, (calls, summed) in sorted(by_name.items(), key=lambda kv: -kv[1][1]):
