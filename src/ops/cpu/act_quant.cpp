@@ -35,6 +35,21 @@ void set_nan(ActBlock* dst) {
 
 }  // namespace
 
+ActQuant act_quant_for(DType w) {
+  switch (w) {
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+      return ActQuant::kQ8_1;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS:
+      return ActQuant::kQ8_K;
+    default:
+      return ActQuant::kQ8_0;
+  }
+}
+
 void quantize_act_row(const float* x, ActBlock* dst, int64_t n, ActQuant style) {
   if (style == ActQuant::kQ8_K) {
     constexpr int64_t kSuper = 256, kSub = kSuper / kActBlock;

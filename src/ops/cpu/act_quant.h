@@ -11,6 +11,8 @@
 // Codes are rounded to nearest, ties to even.
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace saker::cpu {
 
 inline constexpr int64_t kActBlock = 32;
@@ -23,6 +25,10 @@ struct ActBlock {
 static_assert(sizeof(ActBlock) == 40);
 
 enum class ActQuant { kQ8_0, kQ8_1, kQ8_K };
+
+// The style ggml's CPU backend pairs with weights of dtype w, and the one the block kernels of vec_dot.h expect
+// (the super-block ones sum a super-block's integers before scaling, which needs kQ8_K's one scale a block).
+ActQuant act_quant_for(DType w);
 
 // n must be a multiple of kActBlock (of 256 for kQ8_K). dst holds n / kActBlock blocks.
 void quantize_act_row(const float* x, ActBlock* dst, int64_t n, ActQuant style = ActQuant::kQ8_0);

@@ -43,19 +43,6 @@ int64_t min_rows_per_task(int64_t n_in, int64_t n_tokens) {
   return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_tokens));
 }
 
-// The activation quantisation ggml's CPU backend pairs with each weight format (see act_quant.h).
-ActQuant act_quant_for(DType w) {
-  switch (w) {
-    case DType::kQ4_1:
-    case DType::kQ5_1: return ActQuant::kQ8_1;
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kIQ4_XS: return ActQuant::kQ8_K;
-    default: return ActQuant::kQ8_0;
-  }
-}
-
 void matmul_quant(const TensorView& x, const TensorView& w, const TensorView& out, QuantDotFn dot) {
   const int64_t n_tokens = x.n_rows(), n_out = w.dim(0), n_in = w.dim(1);
   const int64_t n_blocks = n_in / kActBlock;

@@ -1,8 +1,9 @@
 #pragma once
 // Dot products of one weight row (in its stored format) with a few activation rows: the inner loop of the
-// CPU matmul (and of cpu::attention, where the "weight" is a key row). Float formats (F32, F16, BF16) take f32 activations; block formats take activations quantised
-// by quantize_act_row and multiply integer codes. Each kernel sums in a fixed order that depends only on
-// n, so a row's result is the same whatever else is in the batch and whichever thread computes it.
+// CPU matmul (and of cpu::attention, where the "weight" is a key row). Float formats (F32, F16, BF16) take f32
+// activations; block formats take activations quantised by quantize_act_row in the style act_quant_for(dtype) names,
+// and multiply integer codes. Each kernel sums in a fixed order that depends only on n, so a row's result is the same
+// whatever else is in the batch and whichever thread computes it.
 //
 // The AVX2 kernels live in vec_dot_avx2.cpp, compiled for AVX2+FMA+F16C by function attributes and only
 // called after a runtime CPU check, so the library still runs on x86-64 machines without AVX2.

@@ -58,6 +58,7 @@ SAKER_AVX2 inline void dot_float_rows(const void* w, const float* const* x, int6
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
+    prefetch_weights<kFormat == 0 ? 64 : 32>(static_cast<const char*>(w) + (kFormat == 0 ? 4 : 2) * i);
     const __m256 w0 = load8_weight<kFormat>(w, i), w1 = load8_weight<kFormat>(w, i + 8);
     for (int r = 0; r < R; ++r) {
       a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), a0[r]);
@@ -140,6 +141,7 @@ SAKER_AVX2 inline void dot_block32_rows(const void* wv, const ActBlock* const* x
     offsets[r] = 0.0f;
   }
   for (int64_t b = 0; b < n / 32; ++b, w += L::kBytes) {
+    prefetch_weights<L::kBytes>(w);
     const __m256i q = load_block32_codes<kFormat>(w, table);
     const float d = load_f16(w);
     if constexpr (L::kAffine) {

@@ -8,19 +8,34 @@ namespace saker::cpu::avx2 {
 
 namespace {
 
-// The eight 6-bit (scale, min) pairs of Q4_K / Q5_K (docs/formats: Quant blocks).
-inline void unpack_scales_mins(const uint8_t* s, int* sc, int* m) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = s[j] & 63;
-    m[j] = s[j + 4] & 63;
-    sc[j + 4] = (s[j + 8] & 0x0F) | ((s[j] >> 6) << 4);
-    m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
-  }
+// The eight 6-bit scales and mins of Q4_K / Q5_K (docs/formats: Quant blocks), byte-parallel in 32-bit words:
+// bytes 0-3 hold the low six bits of scales 0-3, bytes 4-7 of mins 0-3; bytes 8-11 the low four bits of
+// scales (low nibble) and mins (high nibble) 4-7, whose top two bits are the top bits of bytes 0-3 / 4-7.
+// Returns scales 0-7 in bytes 0-7, mins 0-7 in bytes 8-15.
+SAKER_AVX2 inline __m128i unpack_scales_mins(const uint8_t* s) {
+  uint32_t a, b, c;
+  std::memcpy(&a, s, 4);
+  std::memcpy(&b, s + 4, 4);
+  std::memcpy(&c, s + 8, 4);
+  constexpr uint32_t k6 = 0x3F3F3F3F, k4 = 0x0F0F0F0F, k2 = 0x03030303;
+  const uint32_t sc_lo = a & k6, m_lo = b & k6;
+  const uint32_t sc_hi = (c & k4) | (((a >> 6) & k2) << 4);
+  const uint32_t m_hi = ((c >> 4) & k4) | (((b >> 6) & k2) << 4);
+  return _mm_set_epi32(static_cast<int>(m_hi), static_cast<int>(m_lo), static_cast<int>(sc_hi),
+                       static_cast<int>(sc_lo));
+}
+
+// Shuffle masks that spread 16-bit lane j of a 128-bit vector (broadcast to both halves) over all 16 lanes.
+SAKER_AVX2 inline __m256i lane16_spread(int j) {
+  return _mm256_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8)));
 }
 
 // Q4_K / Q5_K share everything but the fifth bit. Chunk c (64 elements) reads qs[32c .. 32c + 31]: low
 // nibbles are sub-block 2c, high nibbles sub-block 2c + 1; Q5_K's qh byte l carries their fifth bits at
-// bits 2c and 2c + 1. The mins term, dmin * m_j * sum(x over sub-block j), uses the activation blocks' sums.
+// bits 2c and 2c + 1. The activations are quantised per 256 values (one scale for the super-block, ActQuant
+// kQ8_K), so sum_j sc_j * (codes . q over sub-block j) is one exact integer sum per super-block: one int-to-
+// float conversion and one multiply by d * d_x a super-block, as ggml's CPU backend computes it. The mins term,
+// dmin * sum_j m_j * sum(x over sub-block j), uses the activation blocks' sums.
 template <bool kFiveBit, int R>
 SAKER_AVX2 inline void dot_k_affine_rows(const void* wv, const ActBlock* const* x, int64_t n, float* out) {
   constexpr int kBytes = kFiveBit ? 176 : 144;
@@ -33,17 +48,27 @@ SAKER_AVX2 inline void dot_k_affine_rows(const void* wv, const ActBlock* const* 
     mins[r] = 0.0f;
   }
   for (int64_t b = 0; b < n / 256; ++b, w += kBytes) {
+    prefetch_weights<kBytes>(w);
     const float d = load_f16(w), dmin = load_f16(w + 2);
-    int sc[8], m[8];
-    unpack_scales_mins(w + 4, sc, m);
+    const __m128i sm = unpack_scales_mins(w + 4);
+    // Scales as 16-bit lanes in both halves, for _mm256_madd_epi16; mins as floats times dmin.
+    const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    alignas(32) float m[8];
+    _mm256_store_ps(
+        m, _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)))));
     for (int r = 0; r < R; ++r) {
       const ActBlock* xb = x[r] + 8 * b;
-      float block_mins = 0.0f;
-      for (int j = 0; j < 8; ++j) block_mins += static_cast<float>(m[j]) * xb[j].sum;
-      mins[r] += dmin * block_mins;
+      float m_even = 0.0f, m_odd = 0.0f;  // two chains: the sum's latency, not its length, is the cost here
+      for (int j = 0; j < 8; j += 2) {
+        m_even += m[j] * xb[j].sum;
+        m_odd += m[j + 1] * xb[j + 1].sum;
+      }
+      mins[r] += m_even + m_odd;
     }
     const uint8_t* qs = w + (kFiveBit ? 48 : 16);
     const __m256i qh = kFiveBit ? load256(w + 16) : _mm256_setzero_si256();
+    __m256i isum[R];
+    for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const __m256i q = load256(qs + 32 * c);
       __m256i lo = _mm256_and_si256(q, low4);
@@ -54,13 +79,18 @@ SAKER_AVX2 inline void dot_k_affine_rows(const void* wv, const ActBlock* const* 
         lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
         hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
       }
-      const float d_lo = d * static_cast<float>(sc[2 * c]), d_hi = d * static_cast<float>(sc[2 * c + 1]);
+      const __m256i sc_lo = _mm256_shuffle_epi8(sc16, lane16_spread(2 * c));
+      const __m256i sc_hi = _mm256_shuffle_epi8(sc16, lane16_spread(2 * c + 1));
       for (int r = 0; r < R; ++r) {
-        const ActBlock& x_lo = x[r][8 * b + 2 * c];
-        const ActBlock& x_hi = x[r][8 * b + 2 * c + 1];
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d_lo * x_lo.d), _mm256_cvtepi32_ps(dot_u8_s8(lo, load256(x_lo.q))), acc[r]);
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d_hi * x_hi.d), _mm256_cvtepi32_ps(dot_u8_s8(hi, load256(x_hi.q))), acc[r]);
+        const ActBlock* xb = x[r] + 8 * b + 2 * c;
+        // |code * q| pairs <= 2 * 31 * 127 fit int16; times a scale <= 63, eight sub-blocks: < 2^24.
+        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xb[0].q)), sc_lo);
+        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xb[1].q)), sc_hi);
+        isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(p_lo, p_hi));
       }
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r][8 * b].d), _mm256_cvtepi32_ps(isum[r]), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]) - mins[r];
@@ -77,8 +107,11 @@ SAKER_AVX2 inline void dot_q6_k_rows(const void* wv, const ActBlock* const* x, i
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b, w += 210) {
+    prefetch_weights<210>(w);
     const float d = load_f16(w + 208);
     const auto* scales = reinterpret_cast<const int8_t*>(w + 192);
+    __m256i isum[R];  // one exact integer sum a super-block (one activation scale for all of it, kQ8_K)
+    for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = load256(w + 64 * h), ql1 = load256(w + 64 * h + 32);
       const __m256i qh = load256(w + 128 + 32 * h);
@@ -94,11 +127,14 @@ SAKER_AVX2 inline void dot_q6_k_rows(const void* wv, const ActBlock* const* x, i
         const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(scales[s + 1]), _mm_set1_epi16(scales[s]));
         for (int r = 0; r < R; ++r) {
           const ActBlock& xb = x[r][8 * b + 4 * h + g];
+          // |code| <= 32 times |q| <= 127, pairs: < 2^13; times |scale| <= 128, pairs, eight groups: < 2^25.
           const __m256i p16 = _mm256_maddubs_epi16(q_abs, _mm256_sign_epi8(load256(xb.q), q));
-          const __m256i p = _mm256_madd_epi16(p16, sc);
-          acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), _mm256_cvtepi32_ps(p), acc[r]);
+          isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16, sc));
         }
       }
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r][8 * b].d), _mm256_cvtepi32_ps(isum[r]), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
@@ -113,19 +149,26 @@ SAKER_AVX2 inline void dot_iq4_xs_rows(const void* wv, const ActBlock* const* x,
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b, w += 136) {
+    prefetch_weights<136>(w);
     const float d = load_f16(w);
     uint16_t scales_h;
     std::memcpy(&scales_h, w + 2, 2);
+    __m256i isum[R];  // one exact integer sum a super-block (one activation scale for all of it, kQ8_K)
+    for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ++ib) {
       const int ls = ((w[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((scales_h >> (2 * ib)) & 3) << 4);
-      const float d_sub = d * static_cast<float>(ls - 32);
+      const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(ls - 32));
       const __m256i v = _mm256_shuffle_epi8(table, unpack_nibbles16(w + 8 + 16 * ib));
       const __m256i v_abs = _mm256_sign_epi8(v, v);
       for (int r = 0; r < R; ++r) {
         const ActBlock& xb = x[r][8 * b + ib];
-        const __m256i p = dot_u8_s8(v_abs, _mm256_sign_epi8(load256(xb.q), v));
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d_sub * xb.d), _mm256_cvtepi32_ps(p), acc[r]);
+        // |level * q| pairs <= 2 * 127 * 127 fit int16; times |ls - 32| <= 32, pairs, eight sub-blocks: < 2^25.
+        const __m256i p16 = _mm256_maddubs_epi16(v_abs, _mm256_sign_epi8(load256(xb.q), v));
+        isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16, sc));
       }
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r][8 * b].d), _mm256_cvtepi32_ps(isum[r]), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
