@@ -105,7 +105,9 @@ TEST(AttentionPack, SplitSlicesPartitionTheKeyRange) {
             cuda::attn_split_slice(lo, hi, n_splits, tile, s, &kb, &ke);
             ASSERT_EQ(kb, next) << lo << " " << n_keys << " " << n_splits << " " << tile << " " << s;
             ASSERT_LE(kb, ke);
-            if (ke < std::max(lo, hi)) ASSERT_EQ((ke - kb) % tile, 0);  // whole tiles until the end
+            if (ke < std::max(lo, hi)) {
+              ASSERT_EQ((ke - kb) % tile, 0);  // whole tiles until the end
+            }
             // A slice never holds more than its fair share rounded up to a tile.
             ASSERT_LE(ke - kb, ((std::max(n_keys, 0) + n_splits - 1) / n_splits + tile - 1) / tile * tile);
             next = ke;
