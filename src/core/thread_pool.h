@@ -1,5 +1,6 @@
 #pragma once
 // A fixed pool of worker threads for data-parallel loops (the CPU backend's matmuls and codecs).
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -47,13 +48,15 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
+  // Guarded by mutex_. generation_, chunks_left_ and stop_ change under it too, and are atomic so that a thread
+  // can spin on them without it before it sleeps (see kSpin in thread_pool.cpp).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_chunk_ = 0;
   int64_t next_begin_ = 0;
-  int64_t chunks_left_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<int64_t> chunks_left_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
   std::mutex run_mutex_;  // one parallel_for at a time
 };
 
