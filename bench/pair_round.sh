@@ -117,6 +117,7 @@ j = json.load(open(sys.argv[1]))
 lv = j["levels"][0]
 set_, name = os.path.basename(sys.argv[1])[len("serve-"):-len(".json")].split("-", 1)
 acc = "%s of %s" % (lv["accepted_tokens"], lv["drafted_tokens"]) if lv.get("drafted_tokens") is not None else "-"
-print("| %s | %s | %.1f | %.1f | %s |" % (set_, name, lv["tokens_per_s"], lv["decode_tokens_per_s_per_request_p50"], acc))' "$f"
+print("| %s | %s | %.1f | %.1f | %s |" % (set_, name, lv["tokens_per_s"],
+                                        lv["decode_tokens_per_s_per_request_p50"], acc))' "$f"
   done
 fi

@@ -57,8 +57,9 @@ SAKER_AVX2 inline void dot_float_rows(const void* w, const float* const* x, int6
   __m256 a0[R], a1[R];
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
   int64_t i = 0;
+  constexpr int kElementBytes = kFormat == 0 ? 4 : 2;
   for (; i + 16 <= n; i += 16) {
-    prefetch_weights<kFormat == 0 ? 64 : 32>(static_cast<const char*>(w) + (kFormat == 0 ? 4 : 2) * i);
+    prefetch_weights<16 * kElementBytes>(static_cast<const char*>(w) + kElementBytes * i);
     const __m256 w0 = load8_weight<kFormat>(w, i), w1 = load8_weight<kFormat>(w, i + 8);
     for (int r = 0; r < R; ++r) {
       a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), a0[r]);

@@ -30,6 +30,17 @@ SAKER_AVX2 inline __m256i lane16_spread(int j) {
   return _mm256_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8)));
 }
 
+// acc[r] += d * d_x * isum[r] for super-block b: the super-block kernels' one int-to-float step, where isum[r]
+// is row r's exact integer sum over the super-block and d_x its one activation scale (kQ8_K: the eight
+// activation blocks of a super-block share it).
+template <int R>
+SAKER_AVX2 inline void add_super_block(__m256 (&acc)[R], const __m256i (&isum)[R], float d, const ActBlock* const* x,
+                                       int64_t b) {
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r][8 * b].d), _mm256_cvtepi32_ps(isum[r]), acc[r]);
+  }
+}
+
 // Q4_K / Q5_K share everything but the fifth bit. Chunk c (64 elements) reads qs[32c .. 32c + 31]: low
 // nibbles are sub-block 2c, high nibbles sub-block 2c + 1; Q5_K's qh byte l carries their fifth bits at
 // bits 2c and 2c + 1. The activations are quantised per 256 values (one scale for the super-block, ActQuant
@@ -58,7 +69,7 @@ SAKER_AVX2 inline void dot_k_affine_rows(const void* wv, const ActBlock* const* 
         m, _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)))));
     for (int r = 0; r < R; ++r) {
       const ActBlock* xb = x[r] + 8 * b;
-      float m_even = 0.0f, m_odd = 0.0f;  // two chains: the sum's latency, not its length, is the cost here
+      float m_even = 0.0f, m_odd = 0.0f;  // two independent chains, in a fixed order (the same for every R)
       for (int j = 0; j < 8; j += 2) {
         m_even += m[j] * xb[j].sum;
         m_odd += m[j + 1] * xb[j + 1].sum;
@@ -89,9 +100,7 @@ SAKER_AVX2 inline void dot_k_affine_rows(const void* wv, const ActBlock* const* 
         isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(p_lo, p_hi));
       }
     }
-    for (int r = 0; r < R; ++r) {
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r][8 * b].d), _mm256_cvtepi32_ps(isum[r]), acc[r]);
-    }
+    add_super_block<R>(acc, isum, d, x, b);
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]) - mins[r];
 }
@@ -133,9 +142,7 @@ SAKER_AVX2 inline void dot_q6_k_rows(const void* wv, const ActBlock* const* x, i
         }
       }
     }
-    for (int r = 0; r < R; ++r) {
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r][8 * b].d), _mm256_cvtepi32_ps(isum[r]), acc[r]);
-    }
+    add_super_block<R>(acc, isum, d, x, b);
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
 }
@@ -167,9 +174,7 @@ SAKER_AVX2 inline void dot_iq4_xs_rows(const void* wv, const ActBlock* const* x,
         isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16, sc));
       }
     }
-    for (int r = 0; r < R; ++r) {
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r][8 * b].d), _mm256_cvtepi32_ps(isum[r]), acc[r]);
-    }
+    add_super_block<R>(acc, isum, d, x, b);
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
 }
