@@ -49,7 +49,8 @@ Status DenseDecoderModel::bind_weights() {
         SAKER_ASSIGN_OR_RETURN(t, slice_rows(t, sh.first(n), sh.count(n), prefix + name));
       }
       parts.push_back(t);
-      label += (parts.size() > 1 ? "|" : "") + std::string(name);
+      if (parts.size() > 1) label += '|';  // two appends: GCC 12 misreads `"|" + std::string` (-Wrestrict)
+      label += name;
     }
     return b.prepare_matrix(parts, label);
   };
