@@ -38,12 +38,48 @@ constexpr int kWarpKeys = kKeys / kWarps;   // one n-tile of 8 keys per warp
 constexpr int kMaxRows = 64;                // query vectors per pass
 constexpr int kStages = 2;                  // K/V tiles in flight
 
+// K/V rows in shared memory. Head sizes of whole 8-chunk groups (64, 128, 256) store a row's 16-byte chunks
+// unpadded, chunk c of row r at c ^ (r & 7) within its group of eight, so the eight rows an ldmatrix reads hit
+// eight distinct bank groups; the others pad each row by one chunk. At D = 128 the padding took 4 KB of a
+// one-m-tile block's 77 KB: without it three blocks fit a SM's 228 KB instead of two.
+template <int D>
+struct KvRows {
+  static constexpr bool kSwizzle = D % 64 == 0;
+  static constexpr int kStride = kSwizzle ? D : D + 8;  // halves per row
+  // Halves from a buffer's start to row r, column col (a multiple of 8: a 16-byte chunk's first half).
+  __device__ __forceinline__ static int at(int r, int col) {
+    if constexpr (kSwizzle) return r * kStride + (((col >> 3) ^ (r & 7)) << 3);
+    return r * kStride + col;
+  }
+};
+
+// Issues the cp.async copies of keys [k0, k0 + kKeys) (zero outside [klo, kend)) into one K/V buffer pair in
+// the KvRows layout (attention_tiles.cuh's load_kv, for this kernel's rows). Key slots are logical
+// (pass_key_slot) where the pass has a tree tail.
+template <int D>
+__device__ __forceinline__ void load_kv_rows(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0,
+                                             int32_t klo, int32_t kend, __half* ks, __half* vs, const PassTail* tail) {
+  constexpr int kChunks = D / 8;
+  for (int c = threadIdx.x; c < kKeys * kChunks; c += kThreads) {
+    const int j = c / kChunks, chunk = c % kChunks;
+    const int32_t s = k0 + j;
+    const bool valid = s >= klo && s < kend;
+    const int64_t off =
+        valid ? (attn_cache_row(a.packed, a.layout, seq, pass_key_slot(tail, s), a.block_size) * a.n_head_kv + g) * D +
+                    chunk * 8
+              : 0;
+    const int dst = KvRows<D>::at(j, chunk * 8);
+    cp_async16(ks + dst, a.k_cache + off, valid);
+    cp_async16(vs + dst, a.v_cache + off, valid);
+  }
+}
+
 template <int D, int MT>
 struct Geo {
   static constexpr int kRows = MT * 16;
-  static constexpr int kStride = D + 8;           // halves per Q/K/V smem row: conflict-free ldmatrix
+  static constexpr int kStride = D + 8;           // halves per Q smem row: conflict-free ldmatrix
   static constexpr int kQ = kRows * kStride;
-  static constexpr int kKv = kKeys * kStride;
+  static constexpr int kKv = kKeys * KvRows<D>::kStride;
   static constexpr int kPStride = kKeys + 8;      // halves per P row
   static constexpr int kP = kRows * kPStride;
   static constexpr int kPairs = D / 16;           // output column pairs (two n-tiles of 8)
@@ -101,7 +137,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
     for (int st = 0; st < kStages - 1; ++st) {
       const int32_t k0 = kb + st * kKeys;
       if (k0 < ke) {
-        load_kv<D, kKeys, kThreads>(a, seq, g, k0, pass_lo, ke, kv + 2 * st * G::kKv, kv + (2 * st + 1) * G::kKv, &tail);
+        load_kv_rows<D>(a, seq, g, k0, pass_lo, ke, kv + 2 * st * G::kKv, kv + (2 * st + 1) * G::kKv, &tail);
       }
       cp_async_commit();
     }
@@ -145,7 +181,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
       for (int kk = 0; kk < D / 16; ++kk) {
         uint32_t kb2[2];
         // Matrices: keys 8w + 0-7 x d kk*16 + 0-7, then + 8-15.
-        ldmatrix_x2(kb2, ks + (warp * kWarpKeys + (lane & 7)) * G::kStride + kk * 16 + ((lane >> 3) & 1) * 8);
+        ldmatrix_x2(kb2, ks + KvRows<D>::at(warp * kWarpKeys + (lane & 7), kk * 16 + ((lane >> 3) & 1) * 8));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           if (mt < n_mt) {
@@ -180,7 +216,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
       {  // Tile it + kStages - 1 into the stage tile it - 1 used (everyone is past it: see the barrier above).
         const int32_t kn = k0 + (kStages - 1) * kKeys;
         __half* st = kv + 2 * ((it + kStages - 1) % kStages) * G::kKv;
-        if (kn < ke) load_kv<D, kKeys, kThreads>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv, &tail);
+        if (kn < ke) load_kv_rows<D>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv, &tail);
         cp_async_commit();
       }
 
@@ -243,8 +279,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
           if (pair >= G::kPairs) break;
           uint32_t vb[4];
           // Transposed matrices: keys kk*16 + 0-7 / 8-15 x columns pair*16 + 0-7, then + 8-15.
-          ldmatrix_x4_trans(vb, vs + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * G::kStride + pair * 16 +
-                                    (lane >> 4) * 8);
+          ldmatrix_x4_trans(vb, vs + KvRows<D>::at(kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), pair * 16 + (lane >> 4) * 8));
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
             if (mt < n_mt) {
