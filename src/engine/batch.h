@@ -30,7 +30,7 @@ struct Batch {
   std::vector<int32_t> token_slot;         // [n_tokens]
   std::vector<int32_t> token_pos;          // [n_tokens] == slot outside draft trees
   std::vector<int32_t> token_parent;       // [n_tokens] draft trees: batch index of the parent, -1 elsewhere
-  bool has_tree = false;                   // some segment verifies a draft tree (kTree)
+  bool has_tree = false;                   // some segment verifies a draft (a tree, or a chain sent as kCausal)
   std::vector<AttentionSequence> attn_seqs;  // [n_seqs] views of each sequence's block table
   std::vector<int32_t> output_rows;        // [n_outputs] batch index of each deciding row
 

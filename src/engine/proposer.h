@@ -23,6 +23,13 @@ struct DraftNodes {
   std::vector<int32_t> parent;  // [n_nodes]
   std::vector<int32_t> depth;   // [n_nodes]
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+  // Whether node i is node i - 1's child for every i (node 0 the root's): a chain, in order.
+  bool is_chain() const {
+    for (int64_t i = 0; i < size(); ++i) {
+      if (parent[i] != static_cast<int32_t>(i) - 1 || depth[i] != static_cast<int32_t>(i) + 1) return false;
+    }
+    return true;
+  }
   void clear() {
     tokens.clear();
     parent.clear();

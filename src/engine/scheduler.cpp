@@ -59,9 +59,12 @@ void Scheduler::append(Batch* batch, Sequence* seq, int64_t n) {
 void Scheduler::append_tree(Batch* batch, Sequence* seq) {
   // [pending, nodes...]: the pending token at slot s (position s), node i at slot s + 1 + i with position
   // s + depth; a node sees the committed prefix, its ancestors and itself. Every row is an output.
+  // A chain goes to the attention as causal rows (flagged as verify rows): the same keys, and the kernels
+  // then run its rows together, where a tree's rows on the slice that holds the tree run one at a time.
   const int32_t si = static_cast<int32_t>(batch->segments.size());
   const DraftNodes& d = seq->drafts;
   const int64_t s = seq->n_cached;
+  const bool chain = d.is_chain();
   BatchSegment g;
   g.seq = seq;
   g.first = s;
@@ -74,14 +77,15 @@ void Scheduler::append_tree(Batch* batch, Sequence* seq) {
     batch->token_seq.push_back(si);
     batch->token_slot.push_back(static_cast<int32_t>(s + i));
     batch->token_pos.push_back(static_cast<int32_t>(i == 0 ? s : s + d.depth[i - 1]));
-    batch->token_parent.push_back(i == 0 ? -1 : static_cast<int32_t>(g.batch_begin + 1 + d.parent[i - 1]));
+    batch->token_parent.push_back(i == 0 || chain ? -1 : static_cast<int32_t>(g.batch_begin + 1 + d.parent[i - 1]));
     batch->output_rows.push_back(static_cast<int32_t>(g.batch_begin + i));
   }
   AttentionSequence a;
   a.block_table = seq->pages;
   a.n_ctx = static_cast<int32_t>(s + g.n);
-  a.mask = AttentionMask::kTree;
-  a.tree_start = static_cast<int32_t>(s);
+  a.mask = chain ? AttentionMask::kCausal : AttentionMask::kTree;
+  a.tree_start = chain ? 0 : static_cast<int32_t>(s);
+  a.verify = true;
   batch->attn_seqs.push_back(a);
   batch->segments.push_back(g);
   batch->has_tree = true;

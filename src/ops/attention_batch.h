@@ -39,6 +39,11 @@ struct AttentionSequence {
   int32_t n_ctx = 0;  // slots [0, n_ctx) hold K/V, including this step's new rows (written before attention)
   AttentionMask mask = AttentionMask::kCausal;
   int32_t tree_start = 0;  // kTree only: the first slot of the tree (= the committed prefix length)
+  // Rows being verified (a draft tree, or a draft chain sent as kCausal): each must round as a one-row decode
+  // of its token does, so backends keep them off paths whose rounding depends on the batch (BLAS on the CPU).
+  // kTree implies it.
+  bool verify = false;
+  bool verifies() const { return verify || mask == AttentionMask::kTree; }
 };
 
 struct AttentionBatch {

@@ -43,12 +43,28 @@ TEST(ReplayProposer, DraftsTheReferenceWithOneCorruptedToken) {
     EXPECT_EQ(d.parent[i], i - 1);
     EXPECT_EQ(d.depth[i], i + 1);
   }
+  EXPECT_TRUE(d.is_chain());  // the engine sends it to the attention as causal rows
   // The step's depth limit and the reference's end cut the chain.
   ASSERT_TRUE((*p)->propose(tokens, 2, &d).ok());
   EXPECT_EQ(d.size(), 2);
   const std::vector<int32_t> near_end(b.begin(), b.begin() + 38);
   ASSERT_TRUE((*p)->propose(near_end, 15, &d).ok());
   EXPECT_EQ(d.size(), 2);
+}
+
+TEST(DraftNodes, AChainIsEveryNodeTheChildOfTheOneBefore) {
+  DraftNodes d;
+  EXPECT_TRUE(d.is_chain());  // nothing drafted: the pending token alone
+  d.tokens = {7, 8, 9};
+  d.parent = {-1, 0, 1};
+  d.depth = {1, 2, 3};
+  EXPECT_TRUE(d.is_chain());
+  d.parent = {-1, 0, 0};  // two children of node 0
+  d.depth = {1, 2, 2};
+  EXPECT_FALSE(d.is_chain());
+  d.parent = {-1, -1, 1};  // two children of the root
+  d.depth = {1, 1, 2};
+  EXPECT_FALSE(d.is_chain());
 }
 
 TEST(ReplayProposer, ProposesNothingOffItsReference) {

@@ -74,9 +74,9 @@ void CpuBackend::compute_row_runs() {
   for (int64_t b = 0; b < T;) {
     int64_t e = b + 1;
     while (e < T && attn.token_seq[e] == attn.token_seq[b]) ++e;
-    // A draft tree's rows must round as one-row decode does (speculative output equals plain decoding's).
-    const bool tree = attn.sequences[attn.token_seq[b]].mask == AttentionMask::kTree;
-    const bool long_run = e - b >= blas_min && !tree;
+    // Verify rows must round as one-row decode does (speculative output equals plain decoding's).
+    const bool verify = attn.sequences[attn.token_seq[b]].verifies();
+    const bool long_run = e - b >= blas_min && !verify;
     if (!long_run && !runs_.empty() && !runs_.back().blas && runs_.back().end == b) {
       runs_.back().end = e;  // short runs next to each other share one call
     } else {
