@@ -90,6 +90,54 @@ TEST(CpuBackendInput, LoadInputReadsTheKeptRowsAStepNames) {
   EXPECT_FALSE(b.run_step(r, p).ok());
 }
 
+// Verify rows (AttentionSequence::verify: a draft chain sent as causal rows) stay off BLAS, so each row of a
+// 16-row step gets the bits it gets alone; the same rows as a prefill run may take BLAS.
+TEST(CpuBackendInput, VerifyRowsRoundAsOneRowSteps) {
+  constexpr int64_t kRows = 16, kIn = 256, kOut = 64;
+  const std::vector<float> w = random_floats(kOut * kIn, 4), x = random_floats(kRows * kIn, 5);
+  const TensorView wv = TensorView::contiguous(const_cast<float*>(w.data()), DType::kF32, {kOut, kIn});
+  CpuBackend b{CpuBackendOptions{}};
+  const ActivationSpec specs[2] = {{kIn}, {kOut}};
+  AttentionSpec attn;
+  attn.n_head = attn.n_head_kv = 1;
+  attn.head_dim = 8;
+  ASSERT_TRUE(b.reserve(specs, 4, attn).ok());
+  auto wm = b.prepare_matrix(std::span<const TensorView>(&wv, 1), "w");
+  ASSERT_TRUE(wm.ok()) << wm.status().to_string();
+  auto kv = KvCache::create(kv_cache_config(1, 1, 8, 16, DType::kF32));
+  ASSERT_TRUE(kv.ok());
+  const std::vector<int32_t> table = {0, 1}, tokens(kRows, 0);
+  // Rows [first, first + n) of x through the matrix in one step; their outputs.
+  auto run = [&](int64_t first, int64_t n, bool verify) {
+    SequenceBatch batch(table, first, n, AttentionMask::kCausal);
+    batch.sequence.verify = verify;
+    StepRequest r;
+    r.tokens = std::span<const int32_t>(tokens).subspan(0, static_cast<size_t>(n));
+    r.attn = &batch.attn;
+    r.kv = (*kv)->layers();
+    r.n_vocab = 4;
+    std::vector<float> y(static_cast<size_t>(n * kOut));
+    StepProgram p;
+    p.body = [&] {
+      const Act in = b.buffer(0, n), out = b.buffer(1, n);
+      for (int64_t t = 0; t < n; ++t) std::memcpy(in.data + t * in.stride, x.data() + (first + t) * kIn, kIn * 4);
+      if (Status s = b.matmul(**wm, in, out, false); !s.ok()) return s;
+      for (int64_t t = 0; t < n; ++t) std::memcpy(y.data() + t * kOut, out.data + t * out.stride, kOut * 4);
+      return Status{};
+    };
+    p.head = [](int64_t, int64_t) { return Status{}; };
+    EXPECT_TRUE(b.run_step(r, p).ok());
+    return y;
+  };
+  const std::vector<float> verify = run(0, kRows, true);
+  int differing = 0;
+  for (int64_t t = 0; t < kRows; ++t) {
+    const std::vector<float> alone = run(t, 1, false);
+    differing += std::memcmp(alone.data(), verify.data() + t * kOut, kOut * sizeof(float)) != 0 ? 1 : 0;
+  }
+  EXPECT_EQ(differing, 0) << "of " << kRows << " verify rows against one-row steps";
+}
+
 TEST(CpuBackendInput, KvOnlyRowsWriteTheSamePagesAsFullRows) {
   constexpr int64_t kT = 5, kHeads = 4, kKvHeads = 2, kDim = 8, kQ = kHeads * kDim, kKv = kKvHeads * kDim;
   const std::vector<float> norm = random_floats(kDim, 2);
