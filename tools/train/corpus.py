@@ -35,6 +35,16 @@ def source_roots():
     return sorted(out)
 
 
+def describe_root(path):
+    """A root as a card shows it: under the interpreter's prefix (a virtual environment's) "{prefix}/...", under
+    its base installation "{base_prefix}/...", so a card names the layout, not where one machine keeps it."""
+    for name, prefix in (("prefix", sys.prefix), ("base_prefix", sys.base_prefix)):
+        prefix = os.path.realpath(prefix)
+        if prefix != os.sep and (path == prefix or path.startswith(prefix + os.sep)):
+            return "{" + name + "}" + path[len(prefix):]
+    return path
+
+
 def _package_of(path, roots):
     """'numpy' for .../site-packages/numpy/core/x.py; 'stdlib' for files of the standard library."""
     best = None
@@ -123,7 +133,7 @@ def gather(seed, max_train_bytes, max_heldout_bytes, heldout_permille=20, min_by
             tb += nbytes
             pkg_bytes[_package_of(path, roots)] += nbytes
     stats = dict(
-        python=sys.version.split()[0], roots=roots, files_found=len(files), files_read=n_seen,
+        python=sys.version.split()[0], roots=[describe_root(r) for r in roots], files_found=len(files), files_read=n_seen,
         bytes_read=n_read, files_skipped_size=n_size, files_skipped_unreadable=n_bad, unique_files=len(by_digest),
         duplicates_removed=n_seen - n_size - n_bad - len(by_digest), train_files=len(train), train_bytes=tb,
         heldout_files=len(heldout), heldout_bytes=hb, heldout_permille=heldout_permille,

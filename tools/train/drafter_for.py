@@ -42,6 +42,19 @@ log = Logger()
 SUPPORTED_TARGETS = {"llama", "mistral", "qwen2", "qwen3"}
 
 
+def reader_command(argv, paths):
+    """The command as a reader would type it: the given paths (the target, the output folder) by their names,
+    not where this machine keeps them, since the card and metrics.json travel with the drafter."""
+    def shown(x):
+        if x in paths:
+            return os.path.basename(os.path.normpath(x))
+        flag, eq, value = x.partition("=")
+        if x.startswith("--") and eq and value in paths:
+            return flag + "=" + os.path.basename(os.path.normpath(value))
+        return x
+    return "python3 tools/train/drafter_for.py " + " ".join(shlex.quote(shown(x)) for x in argv)
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", required=True, help="the target: a .gguf file or a Hugging Face folder")
@@ -183,16 +196,16 @@ def main(argv=None):
     torch.manual_seed(a.seed)
     amp = torch.bfloat16 if device.type == "cuda" else torch.float32
     deadline = T_START + a.minutes * 60
-    # The command as a reader would type it: the target by its file name, not where this machine keeps it.
-    args = [os.path.basename(os.path.normpath(x)) if x == a.target else x for x in (argv or sys.argv[1:])]
-    command = "python3 tools/train/drafter_for.py " + " ".join(shlex.quote(x) for x in args)
+    target_name = os.path.basename(os.path.normpath(a.target))
+    command = reader_command(argv or sys.argv[1:], (a.target, a.out))
     env = dict(python=sys.version.split()[0], torch=torch.__version__, transformers=transformers.__version__,
                device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu")
-    log(f"DFlash drafter for {a.target}: {command}")
+    log(f"DFlash drafter for {target_name}: {command}")
     log(f"environment: {env}")
     times = {}
-    metrics = dict(command=command, seed=a.seed, smoke=a.smoke, environment=env, args=vars(a), times=times,
-                   target_file=os.path.basename(os.path.normpath(a.target)))
+    recorded = dict(vars(a), target=target_name, out=os.path.basename(os.path.normpath(a.out)))
+    metrics = dict(command=command, seed=a.seed, smoke=a.smoke, environment=env, args=recorded, times=times,
+                   target_file=target_name)
 
     # 0. the target, frozen; float32 weights (dequantized) so the drafter learns what the file computes
     t = time.time()
