@@ -159,4 +159,3 @@ def test_drafter_for_prose_prompts_are_docstring_openings():
     out = drafter_for.pick_prose(texts, Words(), 5, random.Random(0), 32, 128)
     assert len(out) == 1
     assert len(out[0]["ids"]) == 32 and out[0]["text"].startswith("the parser reads")
-

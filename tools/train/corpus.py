@@ -133,11 +133,11 @@ def gather(seed, max_train_bytes, max_heldout_bytes, heldout_permille=20, min_by
             tb += nbytes
             pkg_bytes[_package_of(path, roots)] += nbytes
     stats = dict(
-        python=sys.version.split()[0], roots=[describe_root(r) for r in roots], files_found=len(files), files_read=n_seen,
-        bytes_read=n_read, files_skipped_size=n_size, files_skipped_unreadable=n_bad, unique_files=len(by_digest),
-        duplicates_removed=n_seen - n_size - n_bad - len(by_digest), train_files=len(train), train_bytes=tb,
-        heldout_files=len(heldout), heldout_bytes=hb, heldout_permille=heldout_permille,
-        max_train_bytes=max_train_bytes, top_packages=pkg_bytes.most_common(15))
+        python=sys.version.split()[0], roots=[describe_root(r) for r in roots], files_found=len(files),
+        files_read=n_seen, bytes_read=n_read, files_skipped_size=n_size, files_skipped_unreadable=n_bad,
+        unique_files=len(by_digest), duplicates_removed=n_seen - n_size - n_bad - len(by_digest),
+        train_files=len(train), train_bytes=tb, heldout_files=len(heldout), heldout_bytes=hb,
+        heldout_permille=heldout_permille, max_train_bytes=max_train_bytes, top_packages=pkg_bytes.most_common(15))
     log(f"corpus: {len(files)} .py files under {len(roots)} roots, {len(by_digest)} unique; "
         f"train {len(train)} files / {tb / 1e6:.1f} MB, held-out {len(heldout)} files / {hb / 1e6:.2f} MB")
     return dict(train=train, heldout=heldout, stats=stats)

@@ -42,15 +42,20 @@ log = Logger()
 SUPPORTED_TARGETS = {"llama", "mistral", "qwen2", "qwen3"}
 
 
+def file_name(path):
+    """A path's last part ("runs/x/" -> "x"): how the card, metrics.json and log.txt name the target and the
+    output folder, not where this machine keeps them (they travel with the drafter)."""
+    return os.path.basename(os.path.normpath(path))
+
+
 def reader_command(argv, paths):
-    """The command as a reader would type it: the given paths (the target, the output folder) by their names,
-    not where this machine keeps them, since the card and metrics.json travel with the drafter."""
+    """The command as a reader would type it: the given paths (the target, the output folder) by file_name."""
     def shown(x):
         if x in paths:
-            return os.path.basename(os.path.normpath(x))
+            return file_name(x)
         flag, eq, value = x.partition("=")
         if x.startswith("--") and eq and value in paths:
-            return flag + "=" + os.path.basename(os.path.normpath(value))
+            return flag + "=" + file_name(value)
         return x
     return "python3 tools/train/drafter_for.py " + " ".join(shlex.quote(shown(x)) for x in argv)
 
@@ -196,14 +201,14 @@ def main(argv=None):
     torch.manual_seed(a.seed)
     amp = torch.bfloat16 if device.type == "cuda" else torch.float32
     deadline = T_START + a.minutes * 60
-    target_name = os.path.basename(os.path.normpath(a.target))
+    target_name = file_name(a.target)
     command = reader_command(argv or sys.argv[1:], (a.target, a.out))
     env = dict(python=sys.version.split()[0], torch=torch.__version__, transformers=transformers.__version__,
                device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu")
     log(f"DFlash drafter for {target_name}: {command}")
     log(f"environment: {env}")
     times = {}
-    recorded = dict(vars(a), target=target_name, out=os.path.basename(os.path.normpath(a.out)))
+    recorded = dict(vars(a), target=target_name, out=file_name(a.out))
     metrics = dict(command=command, seed=a.seed, smoke=a.smoke, environment=env, args=recorded, times=times,
                    target_file=target_name)
 
