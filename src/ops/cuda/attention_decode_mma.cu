@@ -42,6 +42,7 @@ constexpr int kStages = 2;                  // K/V tiles in flight
 // unpadded, chunk c of row r at c ^ (r & 7) within its group of eight, so the eight rows an ldmatrix reads hit
 // eight distinct bank groups; the others pad each row by one chunk. At D = 128 the padding took 4 KB of a
 // one-m-tile block's 77 KB: without it three blocks fit a SM's 228 KB instead of two.
+// (load_kv's Rows for this kernel.)
 template <int D>
 struct KvRows {
   static constexpr bool kSwizzle = D % 64 == 0;
@@ -52,27 +53,6 @@ struct KvRows {
     return r * kStride + col;
   }
 };
-
-// Issues the cp.async copies of keys [k0, k0 + kKeys) (zero outside [klo, kend)) into one K/V buffer pair in
-// the KvRows layout (attention_tiles.cuh's load_kv, for this kernel's rows). Key slots are logical
-// (pass_key_slot) where the pass has a tree tail.
-template <int D>
-__device__ __forceinline__ void load_kv_rows(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0,
-                                             int32_t klo, int32_t kend, __half* ks, __half* vs, const PassTail* tail) {
-  constexpr int kChunks = D / 8;
-  for (int c = threadIdx.x; c < kKeys * kChunks; c += kThreads) {
-    const int j = c / kChunks, chunk = c % kChunks;
-    const int32_t s = k0 + j;
-    const bool valid = s >= klo && s < kend;
-    const int64_t off =
-        valid ? (attn_cache_row(a.packed, a.layout, seq, pass_key_slot(tail, s), a.block_size) * a.n_head_kv + g) * D +
-                    chunk * 8
-              : 0;
-    const int dst = KvRows<D>::at(j, chunk * 8);
-    cp_async16(ks + dst, a.k_cache + off, valid);
-    cp_async16(vs + dst, a.v_cache + off, valid);
-  }
-}
 
 template <int D, int MT>
 struct Geo {
@@ -137,7 +117,8 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
     for (int st = 0; st < kStages - 1; ++st) {
       const int32_t k0 = kb + st * kKeys;
       if (k0 < ke) {
-        load_kv_rows<D>(a, seq, g, k0, pass_lo, ke, kv + 2 * st * G::kKv, kv + (2 * st + 1) * G::kKv, &tail);
+        load_kv<D, kKeys, kThreads, KvRows<D>>(a, seq, g, k0, pass_lo, ke, kv + 2 * st * G::kKv,
+                                               kv + (2 * st + 1) * G::kKv, &tail);
       }
       cp_async_commit();
     }
@@ -216,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
       {  // Tile it + kStages - 1 into the stage tile it - 1 used (everyone is past it: see the barrier above).
         const int32_t kn = k0 + (kStages - 1) * kKeys;
         __half* st = kv + 2 * ((it + kStages - 1) % kStages) * G::kKv;
-        if (kn < ke) load_kv_rows<D>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv, &tail);
+        if (kn < ke) load_kv<D, kKeys, kThreads, KvRows<D>>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv, &tail);
         cp_async_commit();
       }
 

@@ -194,29 +194,37 @@ __device__ __forceinline__ bool row_sees(const SplitAttentionArgs& a, const RowI
 
 // Shared-memory geometry of the mma tiles: rows of D halves padded to kStride (16-byte aligned rows,
 // conflict-free ldmatrix), kKeys keys per K/V tile.
+template <int D>
+struct PaddedRows {
+  static constexpr int kStride = D + 8;
+  // Halves from a buffer's start to row r, column col.
+  __device__ __forceinline__ static int at(int r, int col) { return r * kStride + col; }
+};
 template <int D, int kKeys>
 struct MmaTile {
-  static constexpr int kStride = D + 8;
+  static constexpr int kStride = PaddedRows<D>::kStride;
   static constexpr int kKv = kKeys * kStride;
   static constexpr int kChunks = D / 8;  // 16-byte chunks per row
 };
 
-// Issues the cp.async copies of keys [k0, k0 + kKeys) (zero outside [klo, kend)) into one K/V buffer pair;
-// NT threads. Key slots are logical (pass_key_slot) where the pass has a tree tail.
-template <int D, int kKeys, int NT>
+// Issues the cp.async copies of keys [k0, k0 + kKeys) (zero outside [klo, kend)) into one K/V buffer pair, row
+// j's chunk c at Rows::at(j, 8 * c) (PaddedRows: MmaTile's rows); NT threads. Key slots are logical (pass_key_slot)
+// where the pass has a tree tail.
+template <int D, int kKeys, int NT, class Rows = PaddedRows<D>>
 __device__ __forceinline__ void load_kv(const SplitAttentionArgs& a, int32_t seq, int32_t g, int32_t k0, int32_t klo,
                                         int32_t kend, __half* ks, __half* vs, const PassTail* tail = nullptr) {
-  using G = MmaTile<D, kKeys>;
-  for (int c = threadIdx.x; c < kKeys * G::kChunks; c += NT) {
-    const int j = c / G::kChunks, chunk = c % G::kChunks;
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  for (int c = threadIdx.x; c < kKeys * kChunks; c += NT) {
+    const int j = c / kChunks, chunk = c % kChunks;
     const int32_t s = k0 + j;
     const bool valid = s >= klo && s < kend;
     const int64_t off =
         valid ? (attn_cache_row(a.packed, a.layout, seq, pass_key_slot(tail, s), a.block_size) * a.n_head_kv + g) * D +
                     chunk * 8
               : 0;
-    cp_async16(ks + j * G::kStride + chunk * 8, a.k_cache + off, valid);
-    cp_async16(vs + j * G::kStride + chunk * 8, a.v_cache + off, valid);
+    const int dst = Rows::at(j, chunk * 8);
+    cp_async16(ks + dst, a.k_cache + off, valid);
+    cp_async16(vs + dst, a.v_cache + off, valid);
   }
 }
 
