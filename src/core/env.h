@@ -8,7 +8,8 @@
 //   SAKER_CUDA_MATMUL "simple": every CUDA matmul runs the simple reference kernel; "fma": no tensor-core
 //                     kernel for 2-64 rows (to bisect kernel bugs); "legacy": K-quant rows take the dispatch
 //                     before the width-invariant kernels (to compare); "kqmma": every K-quant width up to 64
-//                     takes the width-invariant tensor-core kernel; "q8narrow": the legacy dp4a decode
+//                     takes the width-invariant tensor-core kernel; "kql1": that kernel reads the K-quants'
+//                     activation codes through L1 instead of staging them; "q8narrow": the legacy dp4a decode
 //                     kernel keeps one output row per warp at 4-8 rows
 //   SAKER_CUDA_PDL    "0": CUDA kernels launch one after another instead of chained (programmatic dependent
 //                     launch, ops/cuda/chained_launch.cuh), to compare or to bisect a race

@@ -3,14 +3,16 @@
 // cores, in the canonical order of kq_canon.h, so a row's output bits do not depend on the row count:
 //   1. kx_quantize_kernel (matmul_kq.cu): x [rows, n_in] f32 -> int8 codes + one KxBlock per 256 elements;
 //   2. kq_mma_kernel: a block of eight warps owns 16 output rows; warp w is stream w of the canonical sum and
-//      takes weight blocks w, w + 8, ... Each warp copies its next blocks' 16 weight rows into its own
-//      shared-memory stages with cp.async (three deep, no block-wide barrier), then reads its lanes'
-//      fragments of the codes from there, multiplies them with every 8-row n-tile of activation codes by
-//      mma.sync (m16n8k32 for Q4_K / Q5_K sub-blocks of 32, m16n8k16 for Q6_K's of 16), folds the exact
-//      int32 sums into T and M with the scales and shifts, and adds the block's value to its stream. The
-//      eight streams meet in shared memory in the canonical tree.
-// Each weight byte is read from DRAM once per call; the codes of x (1 byte an element) are re-read from L1/L2
-// by every block of output rows.
+//      takes weight blocks w, w + 8, ... Each warp copies its next blocks' 16 weight rows (and, for the
+//      K-quants, the block's activation codes) into its own shared-memory stages with cp.async (two or three
+//      deep, no block-wide barrier), then reads its lanes' fragments of the codes from there, multiplies them
+//      with every 8-row n-tile of activation codes by mma.sync (m16n8k32 for Q4_K / Q5_K sub-blocks of 32,
+//      m16n8k16 for Q6_K's of 16), folds the exact int32 sums into T and M with the scales and shifts, and
+//      adds the block's value to its stream. The eight streams meet in shared memory in the canonical tree.
+// Each weight byte is read from DRAM once per call; the codes of x (1 byte an element) are re-read from L2 by
+// every block of output rows: at 16 rows they are the larger stream (16 x 256 bytes a block against 16 x 144
+// of Q4_K weights), and an MMA waiting for its activation operand loaded just before it was the kernel's
+// largest stall (ncu), hence the staging that runs them ahead with the weights.
 // Why the stages: the previous version loaded each lane's fragments straight into registers (8-byte loads,
 // one block ahead); at 16 rows it took 174 registers a thread, one block of eight warps fitted an SM, and
 // each warp waited out every load (16 rows cost 2.6x one row in a decode step). With the weights in shared
@@ -31,9 +33,11 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
+#include "core/env.h"
 #include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/cuda_check.h"
@@ -76,6 +80,35 @@ __device__ __forceinline__ void fold_scaled(int (&T)[4], const int (&s)[4], int 
 __device__ __forceinline__ int byte_at(const uint32_t (&w)[2], int j) {
   return static_cast<int>((w[j >> 2] >> (8 * (j & 3))) & 0xFF);
 }
+
+// ---- where a warp reads its B fragments (column g's activation codes of the current block, per n-tile;
+// off: the byte within the block's 256): ld8 / ld4 read 8 or 4 bytes.
+// XGlobal: from global memory through L1 (each block of output rows re-reads x from L1 / L2).
+template <int NT>
+struct XGlobal {
+  const int8_t* p[NT];
+  __device__ __forceinline__ uint2 ld8(int nt, int off) const {
+    return __ldg(reinterpret_cast<const uint2*>(p[nt] + off));
+  }
+  __device__ __forceinline__ uint32_t ld4(int nt, int off) const {
+    return __ldg(reinterpret_cast<const uint32_t*>(p[nt] + off));
+  }
+};
+// XStaged: from the warp's stage, where the block's 8 NT activation rows were copied with its weights (so the
+// copy runs ahead like theirs). Row r's 16-byte chunk c sits at c ^ 2 (r & 7): the eight rows of a fragment
+// load then cover all 32 banks (rows are 256 bytes, one bank period apart).
+struct XStaged {
+  const uint8_t* rows;
+  int g;
+  __device__ __forceinline__ static int chunk_at(int r, int c) { return c ^ ((r & 7) << 1); }
+  __device__ __forceinline__ const uint8_t* at(int nt, int off) const {
+    return rows + (nt * 8 + g) * kq::kBlock + (chunk_at(g, off >> 4) << 4) + (off & 15);
+  }
+  __device__ __forceinline__ uint2 ld8(int nt, int off) const { return *reinterpret_cast<const uint2*>(at(nt, off)); }
+  __device__ __forceinline__ uint32_t ld4(int nt, int off) const {
+    return *reinterpret_cast<const uint32_t*>(at(nt, off));
+  }
+};
 
 // ---- weight formats, as staged in shared memory. A block of one weight row is copied as the kChunks
 // 16-byte chunks that cover it (from the 16-byte boundary at or below its start), one row every kRowStride
@@ -140,10 +173,11 @@ struct KqMinFmt {
       M[e] = __dp2a_hi(static_cast<int>(c.qs[3]), static_cast<int>(r.mn[1]), m);
     }
   }
-  // T of the four C elements of a row pair against one n-tile (xb: column g's 256 activation codes of this
-  // block; staged chunks s0 / s1 with the block at byte 0).
+  // T of the four C elements of a row pair against n-tile nt of x (staged chunks s0 / s1 with the block at
+  // byte 0).
+  template <class X>
   __device__ __forceinline__ static void block_ints(const Hdr& r0, const Hdr& r1, const uint8_t* s0, const uint8_t* s1,
-                                                    const int8_t* xb, const ColMeta (&col)[2], int t, int (&T)[4]) {
+                                                    const X& xb, int nt, const ColMeta (&col)[2], int t, int (&T)[4]) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) T[e] = 0;
 #pragma unroll
@@ -153,7 +187,7 @@ struct KqMinFmt {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int j = 2 * c + h;
-        const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t));
+        const uint2 xv = xb.ld8(nt, 32 * j + 8 * t);
         int s[4];
         mma_k32(s, codes(q0.x, r0.h[0], j), codes(q1.x, r1.h[0], j), codes(q0.y, r0.h[1], j),
                 codes(q1.y, r1.h[1], j), xv.x, xv.y);
@@ -163,15 +197,15 @@ struct KqMinFmt {
   }
   // One n-tile after the other: here the sub-block-outer order of the other formats (one A fragment for
   // every n-tile) measured 4-6% slower at 16 rows (H100, matmul_cuda_bench --quick q4_K).
-  template <int NT>
+  template <int NT, class X>
   __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int,
-                                                      const uint8_t* s1, int, const int8_t* const (&xb)[NT],
+                                                      const uint8_t* s1, int, const X& xb,
                                                       const ColMeta (&col)[NT][2], int t, int /*n_sub: 8*/,
                                                       float (&v)[NT][4]) {
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       int T[4], M[4];
-      block_ints(r0, r1, s0, s1, xb[nt], col[nt], t, T);
+      block_ints(r0, r1, s0, s1, xb, nt, col[nt], t, T);
       min_ints(r0, r1, col[nt], M);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
@@ -208,9 +242,9 @@ struct KqQ6Fmt {
     const uint32_t code = nib | (((hb >> (2 * rr)) & 0x03030303u) << 4);
     return __vsub4(code, 0x20202020u);  // 0..63 -> -32..31 per byte
   }
-  template <int NT>
+  template <int NT, class X>
   __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
-                                                      const uint8_t* s1, int at1, const int8_t* const (&xb)[NT],
+                                                      const uint8_t* s1, int at1, const X& xb,
                                                       const ColMeta (&col)[NT][2], int t, int /*n_sub: 8*/,
                                                       float (&v)[NT][4]) {
     int T[NT][4];
@@ -232,7 +266,7 @@ struct KqQ6Fmt {
           const int sc0 = scale(r0, i), sc1 = scale(r1, i);
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            const uint32_t xv = __ldg(reinterpret_cast<const uint32_t*>(xb[nt] + 16 * i + 4 * t));
+            const uint32_t xv = xb.ld4(nt, 16 * i + 4 * t);
             int sm[4];
             mma_k16(sm, a0, a1, xv);
             fold_scaled(T[nt], sm, sc0, sc1, col[nt][0].shift(i >> 1), col[nt][1].shift(i >> 1));
@@ -261,9 +295,9 @@ struct Q32Fmt {
   static constexpr int kRowStride = 16 * (kChunks | 1);
   struct Hdr {};  // the scales are read with each block
   __device__ __forceinline__ static Hdr load_hdr(const uint8_t*, int, int) { return {}; }
-  template <int NT>
+  template <int NT, class X>
   __device__ __forceinline__ static void block_values(const Hdr&, const Hdr&, const uint8_t* s0, int at0,
-                                                      const uint8_t* s1, int at1, const int8_t* const (&xb)[NT],
+                                                      const uint8_t* s1, int at1, const X& xb,
                                                       const ColMeta (&col)[NT][2], int t, int n_sub,
                                                       float (&v)[NT][4]) {
     const auto* w0 = reinterpret_cast<const uint32_t*>(s0);
@@ -282,7 +316,7 @@ struct Q32Fmt {
         const float d[2] = {q32::block_d(h0), q32::block_d(h1)};
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-          const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb[nt] + 32 * j + 8 * t));
+          const uint2 xv = xb.ld8(nt, 32 * j + 8 * t);
           int s[4];
           mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
 #pragma unroll
@@ -318,9 +352,9 @@ struct KqIq4XsFmt {
     const uint32_t head = staged_word(s, at);
     return Hdr{q32::block_d(head), head >> 16, staged_word(s, at + 4)};
   }
-  template <int NT>
+  template <int NT, class X>
   __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int at0,
-                                                      const uint8_t* s1, int at1, const int8_t* const (&xb)[NT],
+                                                      const uint8_t* s1, int at1, const X& xb,
                                                       const ColMeta (&col)[NT][2], int t, int, float (&v)[NT][4]) {
     const auto* w0 = reinterpret_cast<const uint32_t*>(s0);
     const auto* w1 = reinterpret_cast<const uint32_t*>(s1);
@@ -336,7 +370,7 @@ struct KqIq4XsFmt {
       const int sc1 = q32::iq4xs::scale(r1.scales_h, r1.scales_l, j);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        const uint2 xv = __ldg(reinterpret_cast<const uint2*>(xb[nt] + 32 * j + 8 * t));
+        const uint2 xv = xb.ld8(nt, 32 * j + 8 * t);
         int s[4];
         mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
         fold_scaled(T[nt], s, sc0, sc1, col[nt][0].shift(j), col[nt][1].shift(j));
@@ -356,11 +390,16 @@ constexpr int kKqWarps = kq::kStreams;
 // three stages of Q5_K / Q6_K rows with the 16-row slots do not fit.
 constexpr int kMaxStages = 3;
 
-template <class F>
-constexpr int kStageBytes = 16 * F::kRowStride;
-// The warps' stages, then two reduction buffers [2][kKqWarps][NT * 4][32] f32 (alternate units).
-template <class F, int NT, int S>
-constexpr int kSmemBytes = kKqWarps * S * kStageBytes<F> + 2 * kKqWarps * NT * 4 * 32 * 4;
+// A stage: the block's 16 weight rows (kRowStride apart), then with kXs its 8 NT activation rows (XStaged).
+template <class F, int NT, bool kXs>
+constexpr int kStageBytes = 16 * F::kRowStride + (kXs ? 8 * NT * kq::kBlock : 0);
+// Reduction buffers [kKqWarps][NT * 4][32] f32: two (alternate units, one barrier a unit), or one with staged
+// activations (a second barrier a unit), whose stages would otherwise leave room for one block an SM.
+template <bool kXs>
+constexpr int kRedBuffers = kXs ? 1 : 2;
+// The warps' stages, then the reduction buffers.
+template <class F, int NT, int S, bool kXs>
+constexpr int kSmemBytes = kKqWarps * S * kStageBytes<F, NT, kXs> + kRedBuffers<kXs> * kKqWarps * NT * 4 * 32 * 4;
 
 // A unit of work is 16 output rows (a weight tile) times one group of 8 NT activation rows; unit u is tile
 // u / n_groups, group u % n_groups, so the groups of one tile run side by side and all but the first read
@@ -370,7 +409,7 @@ constexpr int kSmemBytes = kKqWarps * S * kStageBytes<F> + 2 * kKqWarps * NT * 4
 // across unit boundaries, so DRAM keeps streaming while the warps finish a unit and meet in its reduction.
 // (One unit a block measured no faster than the register-fed kernel before it: with two weight blocks per
 // warp at n_in 4096, every wave loaded, then computed, then reduced.)
-template <class F, int NT, int kStages>
+template <class F, int NT, int kStages, bool kXs>
 __global__ void __launch_bounds__(kKqWarps * 32, 2)
     kq_mma_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes] GGUF blocks
                   int64_t row_bytes, int64_t n_out, int n_blocks,
@@ -382,8 +421,9 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
   chain_in_late();
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  uint8_t* stages = smem + warp * (kStages * kStageBytes<F>);
-  auto* red = reinterpret_cast<float*>(smem + kKqWarps * kStages * kStageBytes<F>);
+  constexpr int kStage = kStageBytes<F, NT, kXs>;
+  uint8_t* stages = smem + warp * (kStages * kStage);
+  auto* red = reinterpret_cast<float*>(smem + kKqWarps * kStages * kStage);
   const int my_blocks = warp < n_blocks ? (n_blocks - warp + kKqWarps - 1) / kKqWarps : 0;
   // Rows past n_out re-read the last row of the matrix (their results are never written).
   auto row_ptr = [&](int tile, int r) {
@@ -400,10 +440,22 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
       const uint8_t* src = row_ptr(copy_unit / n_groups, lane >> 1) +
                            static_cast<int64_t>(warp + kKqWarps * copy_i) * F::kBlockBytes;
       src = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t{15}) + 16 * (lane & 1);
-      uint8_t* dst = stages + (copy_n % kStages) * kStageBytes<F> + (lane >> 1) * F::kRowStride + 16 * (lane & 1);
+      uint8_t* stage = stages + (copy_n % kStages) * kStage;
+      uint8_t* dst = stage + (lane >> 1) * F::kRowStride + 16 * (lane & 1);
 #pragma unroll
       for (int k = 0; k < (F::kChunks + 1) / 2; ++k) {
         if (2 * k + (lane & 1) < F::kChunks) cp_async16(dst + 32 * k, src + 32 * k);
+      }
+      if constexpr (kXs) {  // the block's 256 codes of the unit's 8 NT activation rows: 16 chunks a row
+        const int b = warp + kKqWarps * copy_i, first = (copy_unit % n_groups) * 8 * NT;
+        uint8_t* xs = stage + 16 * F::kRowStride;
+#pragma unroll
+        for (int k = 0; k < 4 * NT; ++k) {
+          const int idx = lane + 32 * k, r = idx >> 4, c = idx & 15;
+          const int64_t e = static_cast<int64_t>(b) * kq::kBlock + 16 * c;  // element in the row
+          const int8_t* from = xq + static_cast<int64_t>(min(first + r, rows - 1)) * n_in + (e < n_in ? e : 0);
+          cp_async16(xs + r * kq::kBlock + (XStaged::chunk_at(r, c) << 4), from, e < n_in);
+        }
       }
       ++copy_n;
       if (++copy_i == my_blocks) copy_i = 0, copy_unit += gridDim.x;
@@ -433,19 +485,25 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
       cp_async_wait<kStages - 2>();
       __syncwarp();
       const int b = warp + kKqWarps * i;
-      const uint8_t* st = stages + (item % kStages) * kStageBytes<F>;
+      const uint8_t* st = stages + (item % kStages) * kStage;
       const uintptr_t boff = static_cast<uintptr_t>(b) * F::kBlockBytes;
       const uint8_t* s0 = st + g * F::kRowStride;
       const uint8_t* s1 = st + (g + 8) * F::kRowStride;
       const int at0 = static_cast<int>((row_lo0 + boff) & 15), at1 = static_cast<int>((row_lo1 + boff) & 15);
       const typename F::Hdr h0 = F::load_hdr(s0, at0, t), h1 = F::load_hdr(s1, at1, t);
       // B rows (column g of each n-tile) and the C columns 2t, 2t+1; rows past the call's read its last.
-      const int8_t* xb[NT];
+      std::conditional_t<kXs, XStaged, XGlobal<NT>> xb;
+      if constexpr (kXs) {
+        xb.rows = st + 16 * F::kRowStride;
+        xb.g = g;
+      }
       ColMeta col[NT][2];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        const int brow = min(nt * 8 + g, rows_u - 1);
-        xb[nt] = xq_u + static_cast<int64_t>(brow) * n_in + static_cast<int64_t>(b) * kq::kBlock;
+        if constexpr (!kXs) {
+          const int brow = min(nt * 8 + g, rows_u - 1);
+          xb.p[nt] = xq_u + static_cast<int64_t>(brow) * n_in + static_cast<int64_t>(b) * kq::kBlock;
+        }
         col[nt][0] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t, rows_u - 1)) * n_blocks + b);
         col[nt][1] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t + 1, rows_u - 1)) * n_blocks + b);
       }
@@ -462,8 +520,9 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
 
     // The streams meet in the canonical tree ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) (kq_canon.h):
     // every warp leaves its stream in this unit's buffer, then warp w combines C slots w, w + 8, ... The
-    // buffers alternate, so the next unit's stores never meet this unit's reads and one barrier suffices.
-    float* rb = red + parity * (kKqWarps * NT * 4 * 32);
+    // buffers alternate, so the next unit's stores never meet this unit's reads and one barrier suffices
+    // (with one buffer, a second barrier keeps them apart).
+    float* rb = red + (kRedBuffers<kXs> == 2 ? parity : 0) * (kKqWarps * NT * 4 * 32);
 #pragma unroll
     for (int k = 0; k < NT * 4; ++k) rb[(warp * NT * 4 + k) * 32 + lane] = acc[k >> 2][k & 3];
     __syncthreads();
@@ -479,6 +538,7 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
         *dst = accumulate ? kq::fadd(*dst, y) : y;
       }
     }
+    if constexpr (kRedBuffers<kXs> == 1) __syncthreads();
   }
 }
 
@@ -495,18 +555,37 @@ Result<int64_t> once_per_device(std::atomic<int64_t> (&cache)[64], int device, C
 // Resident blocks of one instantiation per SM on a device (for the persistent grid), after the shared-memory
 // opt-in it needs above 48 KB (neither is a stream operation, so both are allowed while a graph is being
 // captured; a shape also runs eagerly before capture).
-template <class F, int NT, int S>
+template <class F, int NT, int S, bool kXs>
 Result<int64_t> persistent_blocks(int device) {
   static std::atomic<int64_t> cache[64] = {};
   return once_per_device(cache, device, [&]() -> Result<int64_t> {
-    SAKER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kq_mma_kernel<F, NT, S>,
-                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<F, NT, S>));
+    constexpr int kSmem = kSmemBytes<F, NT, S, kXs>;
+    SAKER_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kq_mma_kernel<F, NT, S, kXs>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     int per_sm = 0, sms = 0;
-    SAKER_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kq_mma_kernel<F, NT, S>,
-                                                                             kKqWarps * 32, kSmemBytes<F, NT, S>));
+    SAKER_CUDA_RETURN_IF_ERROR(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kq_mma_kernel<F, NT, S, kXs>, kKqWarps * 32, kSmem));
     SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     return static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * sms;
   });
+}
+
+// Formats whose activation codes are staged (the K-quants; the formats of width-invariant contexts read them
+// through L1, not measured staged).
+template <class F>
+constexpr bool kStagedXFormat =
+    std::is_same_v<F, KqMinFmt<false>> || std::is_same_v<F, KqMinFmt<true>> || std::is_same_v<F, KqQ6Fmt>;
+
+// Whether the K-quants stage their activation codes with the weights (XStaged, two stages) where the device's
+// shared memory allows; SAKER_CUDA_MATMUL=kql1 keeps them on L1 / L2 reads (XGlobal, three stages), to compare.
+// Same bits either way. H100, 16 rows: Q6_K matmuls 19-23% faster, Q4_K 0-10%, an 8B Q4_K_M 16-row verify step
+// 3-4% (docs/performance.md); three stages of both left one block an SM and measured slower.
+bool kq_stage_activations() {
+  static const bool staged = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v == nullptr || std::strcmp(v, "kql1") != 0;
+  }();
+  return staged;
 }
 
 // Shared memory a block may opt in to on a device.
@@ -529,25 +608,35 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   int device = 0;
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   SAKER_ASSIGN_OR_RETURN(const int64_t optin, smem_optin(device));
-  auto launch = [&](auto n_tiles, auto stages) -> Status {
+  auto launch = [&](auto n_tiles, auto stages, auto staged_x) -> Status {
     constexpr int NT = decltype(n_tiles)::value, S = decltype(stages)::value;
+    constexpr bool kXs = decltype(staged_x)::value;
     const int n_groups = static_cast<int>((rows + 8 * NT - 1) / (8 * NT));
     const int64_t n_units = (w.n_out + 15) / 16 * n_groups;
     if (n_units > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-    SAKER_ASSIGN_OR_RETURN(const int64_t resident, (persistent_blocks<F, NT, S>(device)));
+    SAKER_ASSIGN_OR_RETURN(const int64_t resident, (persistent_blocks<F, NT, S, kXs>(device)));
     const int64_t grid = n_units < resident ? n_units : resident;
-    launch_chained(kq_mma_kernel<F, NT, S>, static_cast<unsigned>(grid), kKqWarps * 32, kSmemBytes<F, NT, S>, stream,
-                   wp, rb, w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), n_groups,
-                   static_cast<int>(n_units), out, out_stride, accumulate ? 1 : 0, tail_subs);
+    launch_chained(kq_mma_kernel<F, NT, S, kXs>, static_cast<unsigned>(grid), kKqWarps * 32,
+                   kSmemBytes<F, NT, S, kXs>, stream, wp, rb, w.n_out, n_blocks, xq, kx, w.n_in,
+                   static_cast<int>(rows), n_groups, static_cast<int>(n_units), out, out_stride, accumulate ? 1 : 0,
+                   tail_subs);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };
+  using No = std::false_type;
   auto with_stages = [&](auto n_tiles) -> Status {
     constexpr int NT = decltype(n_tiles)::value;
-    if (kSmemBytes<F, NT, kMaxStages> <= optin) return launch(n_tiles, std::integral_constant<int, kMaxStages>{});
-    if (kSmemBytes<F, NT, 2> <= optin) return launch(n_tiles, std::integral_constant<int, 2>{});
+    if constexpr (kStagedXFormat<F>) {
+      if (kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
+        return launch(n_tiles, std::integral_constant<int, 2>{}, std::true_type{});
+      }
+    }
+    if (kSmemBytes<F, NT, kMaxStages, false> <= optin) {
+      return launch(n_tiles, std::integral_constant<int, kMaxStages>{}, No{});
+    }
+    if (kSmemBytes<F, NT, 2, false> <= optin) return launch(n_tiles, std::integral_constant<int, 2>{}, No{});
     return make_error(StatusCode::kUnsupported, "cuda matmul: the K-quant kernel needs " +
-                                                    std::to_string(kSmemBytes<F, NT, 2>) +
+                                                    std::to_string(kSmemBytes<F, NT, 2, false>) +
                                                     " bytes of shared memory a block, the device allows " +
                                                     std::to_string(optin));
   };
