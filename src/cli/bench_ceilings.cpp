@@ -34,8 +34,13 @@ ModelCost model_cost(const ModelWeights& weights) {
   return c;
 }
 
-Ceilings gpu_ceilings() {
-  return {4280.0, 800.0, "H200 device-to-device copy and bf16 GEMM, measured"};
+Ceilings gpu_ceilings(const std::string& device_name) {
+  Ceilings c{4280.0, 800.0, "H200 device-to-device copy and bf16 GEMM, measured"};
+  if (device_name.find("H200") == std::string::npos) {
+    c.source = fmt::format("the H200's ceilings: none known for {}; --bandwidth and --tflops set them",
+                           device_name.empty() ? std::string("this GPU") : device_name);
+  }
+  return c;
 }
 
 Ceilings measure_cpu_ceilings() {

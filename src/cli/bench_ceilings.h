@@ -22,8 +22,10 @@ struct Ceilings {
   std::string source;  // where the numbers come from
 };
 
-// The H200's measured ceilings (device-to-device copy 4.28 TB/s, bf16 GEMM 800 TFLOP/s).
-Ceilings gpu_ceilings();
+// The ceilings of a GPU by its name: the H200's measured ones (device-to-device copy 4.28 TB/s, bf16 GEMM 800
+// TFLOP/s); another GPU gets the same figures with a source that says so, so its percentages are read against
+// an H200 (`saker bench --bandwidth / --tflops` give its own).
+Ceilings gpu_ceilings(const std::string& device_name);
 // Measures this CPU: a multi-threaded read of a buffer much larger than the caches, and an f32 matmul.
 Ceilings measure_cpu_ceilings();
 

@@ -24,6 +24,7 @@
 #include "engine/block_allocator.h"
 #include "engine/sequence_batch.h"
 #include "models/kv_cache.h"
+#include "ops/device_info.h"
 
 namespace saker::cli {
 namespace {
@@ -155,6 +156,12 @@ Result<std::vector<double>> time_runs(int warmup, int reps, F&& run) {
 int run_engine(const BenchArgs& a);
 
 // The bench's batch size and graph switch.
+// The name of the first CUDA device (the one `--device cuda` runs on), or "" without one.
+std::string first_gpu_name() {
+  const std::vector<CudaDeviceInfo> devices = cuda_devices();
+  return devices.empty() ? std::string() : devices.front().name;
+}
+
 OpsOptions bench_ops(const BenchArgs& a) {
   OpsOptions ops;
   ops.max_batch_tokens = a.batch_tokens;
@@ -244,7 +251,7 @@ int run(const BenchArgs& a) {
   auto kv = model.allocate_kv(kc);
   if (!kv.ok()) return fail(kv.status().to_string());
 
-  Ceilings ceil = model.device() == Device::kCuda ? gpu_ceilings() : measure_cpu_ceilings();
+  Ceilings ceil = model.device() == Device::kCuda ? gpu_ceilings(first_gpu_name()) : measure_cpu_ceilings();
   if (a.bandwidth_gbs > 0) ceil.bandwidth_gbs = a.bandwidth_gbs;
   if (a.tflops > 0) ceil.tflops = a.tflops;
   const double kv_elem = kc.dtype == DType::kF32 ? 4.0 : 2.0;
@@ -417,8 +424,10 @@ Command make_bench_command() {
         s->add_option("-r,--reps", a->reps, "Timed runs per test (median reported)")->capture_default_str();
         s->add_option("--warmup", a->warmup, "Untimed runs before the timed ones")->capture_default_str();
         s->add_option("--json", a->json, "Write the results as JSON to this file");
-        s->add_option("--bandwidth", a->bandwidth_gbs, "Memory bandwidth ceiling in GB/s (default: GPU 4280, CPU measured)");
-        s->add_option("--tflops", a->tflops, "Matrix rate ceiling in TFLOP/s (default: GPU 800, CPU measured)");
+        s->add_option("--bandwidth", a->bandwidth_gbs,
+                      "Memory bandwidth ceiling in GB/s (default: the H200's 4280 on a GPU, measured on a CPU)");
+        s->add_option("--tflops", a->tflops,
+                      "Matrix rate ceiling in TFLOP/s (default: the H200's 800 on a GPU, measured on a CPU)");
         s->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward (prefill chunks)")->capture_default_str();
         s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time");
         s->add_flag("--batch-invariant", a->batch_invariant,
