@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/device_args.h"
 #include "cli/model_loading.h"
 #include "cli/speculation_args.h"
 #include "engine/engine_generator.h"
@@ -34,11 +35,7 @@ struct RunArgs {
   bool print_ids = false;
   bool ignore_eos = false;
   bool no_special = false;
-  bool ref_ops = false;
-  std::string device = "auto";
-  int tensor_parallel = 1;
-  bool no_graphs = false;
-  bool batch_invariant = false;
+  DeviceArgs dev;  // --device, --tensor-parallel, --ref-ops, --no-cuda-graphs, --batch-invariant
   std::string logits_out;
   bool no_blas = false;
   SpeculationArgs spec;
@@ -93,13 +90,13 @@ int run(const RunArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of -p/--prompt and --prompt-ids");
   if (Status st = check_speculative_args(a); !st.ok()) return fail(st.to_string());
   OpsOptions ops;
-  ops.fast_matmul = !a.ref_ops;
-  ops.fast_attention = !a.ref_ops;
+  ops.fast_matmul = !a.dev.ref_ops;
+  ops.fast_attention = !a.dev.ref_ops;
   ops.matmul.blas = !a.no_blas;
-  ops.cuda_graphs = !a.no_graphs;
-  ops.batch_invariant = a.batch_invariant;
-  ops.tensor_parallel = a.tensor_parallel;
-  auto loaded = load_model_on(a.model, ops, a.device);
+  ops.cuda_graphs = !a.dev.no_graphs;
+  ops.batch_invariant = a.dev.batch_invariant;
+  ops.tensor_parallel = a.dev.tensor_parallel;
+  auto loaded = load_model_on(a.model, ops, a.dev.device);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;
 
@@ -215,16 +212,7 @@ Command make_run_command() {
                       "Write the prompt's teacher-forced logits (raw f32 [n_tokens, n_vocab]) to this file and exit");
         s->add_flag("--no-blas", a->no_blas,
                     "Prefill batches take the quantized-activation integer path too (as llama.cpp's CPU backend does)");
-        s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
-        s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
-        s->add_option("--tensor-parallel", a->tensor_parallel,
-                      "Split the model over N tensor-parallel ranks (--device cpu: N in-process CPU ranks, each on "
-                      "about 1/N of the threads)")
-            ->check(CLI::Range(1, 64))
-            ->capture_default_str();
-        s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
-        s->add_flag("--batch-invariant", a->batch_invariant,
-                    kBatchInvariantHelp);
+        add_device_options(s, &a->dev);
         add_speculation_options(s, &a->spec, "the generation");
       },
       [sub] { return *sub && (*sub)->parsed(); },

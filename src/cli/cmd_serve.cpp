@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/device_args.h"
 #include "cli/model_loading.h"
 #include "cli/speculation_args.h"
 #include "server/server.h"
@@ -18,11 +19,7 @@ struct ServeArgs {
   std::string model;
   server::ServerOptions server;
   std::string chat_template_file;
-  bool ref_ops = false;
-  std::string device = "auto";
-  int tensor_parallel = 1;
-  bool no_graphs = false;
-  bool batch_invariant = false;
+  DeviceArgs dev;  // --device, --tensor-parallel, --ref-ops, --no-cuda-graphs, --batch-invariant
   SpeculationArgs spec;
   int32_t load_delay_ms = 0;  // testing aid: /health stays 503 this much longer
 };
@@ -51,14 +48,14 @@ int run(ServeArgs a) {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   OpsOptions ops;
-  ops.fast_matmul = !a.ref_ops;
-  ops.cuda_graphs = !a.no_graphs;
-  ops.batch_invariant = a.batch_invariant;
-  ops.tensor_parallel = a.tensor_parallel;
+  ops.fast_matmul = !a.dev.ref_ops;
+  ops.cuda_graphs = !a.dev.no_graphs;
+  ops.batch_invariant = a.dev.batch_invariant;
+  ops.tensor_parallel = a.dev.tensor_parallel;
   if (Status st = check_speculation_args(a.spec); !st.ok()) return fail(st.to_string());
   auto loader = [&]() -> Result<server::ServedModel> {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));
-    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, a.device));
+    SAKER_ASSIGN_OR_RETURN(LoadedModel lm, load_model_on(a.model, ops, a.dev.device));
     if (!lm.tokenizer) {
       return make_error(StatusCode::kInvalidArgument, "{}: the model has no tokenizer; the server needs one", a.model);
     }
@@ -144,16 +141,7 @@ Command make_serve_command() {
                       "preflight answers (repeatable). Without --api-key other origins are refused");
         s->add_option("--debug-load-delay-ms", a->load_delay_ms, "Testing aid: wait this long before loading")
             ->group("");  // hidden
-        s->add_flag("--ref-ops", a->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
-        s->add_option("--device", a->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
-        s->add_option("--tensor-parallel", a->tensor_parallel,
-                      "Split the model over N tensor-parallel ranks (--device cpu: N in-process CPU ranks, each on "
-                      "about 1/N of the threads)")
-            ->check(CLI::Range(1, 64))
-            ->capture_default_str();
-        s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time (debugging)");
-        s->add_flag("--batch-invariant", a->batch_invariant,
-                    kBatchInvariantHelp);
+        add_device_options(s, &a->dev);
         add_speculation_options(s, &a->spec, "every request inside the batched step");
       },
       [sub] { return *sub && (*sub)->parsed(); },
