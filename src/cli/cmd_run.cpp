@@ -89,13 +89,8 @@ SamplingParams sampling_from(const RunArgs& a) {
 int run(const RunArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of -p/--prompt and --prompt-ids");
   if (Status st = check_speculative_args(a); !st.ok()) return fail(st.to_string());
-  OpsOptions ops;
-  ops.fast_matmul = !a.dev.ref_ops;
-  ops.fast_attention = !a.dev.ref_ops;
+  OpsOptions ops = a.dev.ops();
   ops.matmul.blas = !a.no_blas;
-  ops.cuda_graphs = !a.dev.no_graphs;
-  ops.batch_invariant = a.dev.batch_invariant;
-  ops.tensor_parallel = a.dev.tensor_parallel;
   auto loaded = load_model_on(a.model, ops, a.dev.device);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   LoadedModel& lm = *loaded;

@@ -47,11 +47,7 @@ int run(ServeArgs a) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that disconnects mid-stream is an error return, not a signal
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  OpsOptions ops;
-  ops.fast_matmul = !a.dev.ref_ops;
-  ops.cuda_graphs = !a.dev.no_graphs;
-  ops.batch_invariant = a.dev.batch_invariant;
-  ops.tensor_parallel = a.dev.tensor_parallel;
+  const OpsOptions ops = a.dev.ops();
   if (Status st = check_speculation_args(a.spec); !st.ok()) return fail(st.to_string());
   auto loader = [&]() -> Result<server::ServedModel> {
     if (a.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.load_delay_ms));

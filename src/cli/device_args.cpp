@@ -4,6 +4,16 @@
 
 namespace saker::cli {
 
+OpsOptions DeviceArgs::ops() const {
+  OpsOptions o;
+  o.fast_matmul = !ref_ops;
+  o.fast_attention = !ref_ops;
+  o.cuda_graphs = !no_graphs;
+  o.batch_invariant = batch_invariant;
+  o.tensor_parallel = tensor_parallel;
+  return o;
+}
+
 void add_device_options(CLI::App* s, DeviceArgs* d) {
   s->add_flag("--ref-ops", d->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
   s->add_option("--device", d->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();

@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "models/model.h"
+
 namespace saker::cli {
 
 struct DeviceArgs {
@@ -13,6 +15,9 @@ struct DeviceArgs {
   int tensor_parallel = 1;       // ranks
   bool no_graphs = false;        // no CUDA graphs
   bool batch_invariant = false;  // OpsOptions::batch_invariant
+
+  // The options these flags set (--ref-ops: the reference matmul and attention).
+  OpsOptions ops() const;
 };
 
 void add_device_options(CLI::App* s, DeviceArgs* d);

@@ -1,12 +1,14 @@
 """saker-mini (models/saker-mini, trained by tools/train/recipe.py, packaged by tools/train/package.py) driven
 through the command line: its tokenizer against Hugging Face `tokenizers`' ids, and `saker run` completing
 code prompts. The C++ golden test (tests/golden/saker_mini_test.cpp) compares greedy tokens with transformers'."""
+import concurrent.futures
 import json
 
 import pytest
+import requests
 
 from conftest import ROOT
-from server_harness import synth_tiny_model
+from server_harness import Server, synth_tiny_model
 
 MINI = ROOT / "models" / "saker-mini"
 GGUF = MINI / "saker-mini-q8_0.gguf"
@@ -45,6 +47,28 @@ def test_run_completes_code_prompt(saker, index):
     # With float activations, exactly what saker printed when the model was packaged. (The default kernels
     # round activations to 8-bit blocks; that rounding may change between versions and flip near-ties.)
     assert out.rstrip("\n") == s["output_ref_ops"], f"greedy completion changed since packaging:\n{out}"
+
+
+def test_serve_with_reference_ops_completes_as_packaged(tmp_path):
+    """`saker serve --ref-ops` runs the reference matmul and attention inside the batched step: the greedy
+    completion equals what `saker run --ref-ops` printed when the model was packaged, for requests in flight
+    together."""
+    samples = load("metrics.json").get("saker_samples") or []
+    if not samples:
+        pytest.skip("metrics.json records no saker run samples")
+    server = Server(GGUF, "--device", "cpu", "--ref-ops", "--parallel", "2", name="saker-mini", log_dir=tmp_path)
+    try:
+        prompts = [s["prompt"] for s in samples[:2]]
+        body = lambda p: {"prompt": p, "max_tokens": 64, "temperature": 0}
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            replies = list(pool.map(lambda p: requests.post(server.url + "/v1/completions", json=body(p), timeout=300),
+                                    prompts))
+        for s, r in zip(samples, replies):
+            assert r.status_code == 200, r.text
+            text = r.json()["choices"][0]["text"]
+            assert s["prompt"] + text == s["output_ref_ops"].rstrip("\n"), f"serve --ref-ops:\n{s['prompt'] + text}"
+    finally:
+        server.stop()
 
 
 def test_run_with_drafter_prints_the_same_text_and_its_acceptance(saker):
