@@ -155,13 +155,13 @@ Result<std::vector<double>> time_runs(int warmup, int reps, F&& run) {
 
 int run_engine(const BenchArgs& a);
 
-// The bench's batch size and graph switch.
 // The name of the first CUDA device (the one `--device cuda` runs on), or "" without one.
 std::string first_gpu_name() {
   const std::vector<CudaDeviceInfo> devices = cuda_devices();
   return devices.empty() ? std::string() : devices.front().name;
 }
 
+// The bench's batch size and graph switch.
 OpsOptions bench_ops(const BenchArgs& a) {
   OpsOptions ops;
   ops.max_batch_tokens = a.batch_tokens;

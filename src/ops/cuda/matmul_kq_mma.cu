@@ -623,7 +623,6 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };
-  using No = std::false_type;
   auto with_stages = [&](auto n_tiles) -> Status {
     constexpr int NT = decltype(n_tiles)::value;
     if constexpr (kStagedXFormat<F>) {
@@ -632,9 +631,11 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
       }
     }
     if (kSmemBytes<F, NT, kMaxStages, false> <= optin) {
-      return launch(n_tiles, std::integral_constant<int, kMaxStages>{}, No{});
+      return launch(n_tiles, std::integral_constant<int, kMaxStages>{}, std::false_type{});
     }
-    if (kSmemBytes<F, NT, 2, false> <= optin) return launch(n_tiles, std::integral_constant<int, 2>{}, No{});
+    if (kSmemBytes<F, NT, 2, false> <= optin) {
+      return launch(n_tiles, std::integral_constant<int, 2>{}, std::false_type{});
+    }
     return make_error(StatusCode::kUnsupported, "cuda matmul: the K-quant kernel needs " +
                                                     std::to_string(kSmemBytes<F, NT, 2, false>) +
                                                     " bytes of shared memory a block, the device allows " +
