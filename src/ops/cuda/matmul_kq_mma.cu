@@ -579,7 +579,11 @@ constexpr bool kStagedXFormat =
 // Whether the K-quants stage their activation codes with the weights (XStaged, two stages) where the device's
 // shared memory allows; SAKER_CUDA_MATMUL=kql1 keeps them on L1 / L2 reads (XGlobal, three stages), to compare.
 // Same bits either way. H100, 16 rows: Q6_K matmuls 19-23% faster, Q4_K 0-10%, an 8B Q4_K_M 16-row verify step
-// 3-4% (docs/performance.md); three stages of both left one block an SM and measured slower.
+// 3-4% (docs/performance.md); three stages of both left one block an SM and measured slower. At 3-4 rows the
+// staged copies are half padding and the L1 path's third stage hides more DRAM latency: an 8B Q4_K_M 4-row
+// verify step took 4.59-4.65 ms on L1 against 5.00 staged (8 rows: 5.26-5.35 against 5.10-5.13), so calls of
+// up to kL1MaxRows rows keep the L1 path.
+constexpr int64_t kL1MaxRows = 4;
 bool kq_stage_activations() {
   static const bool staged = [] {
     const char* v = debug_env().cuda_matmul;
@@ -626,7 +630,7 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   auto with_stages = [&](auto n_tiles) -> Status {
     constexpr int NT = decltype(n_tiles)::value;
     if constexpr (kStagedXFormat<F>) {
-      if (kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
+      if (rows > kL1MaxRows && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
         return launch(n_tiles, std::integral_constant<int, 2>{}, std::true_type{});
       }
     }
