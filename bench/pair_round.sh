@@ -3,9 +3,10 @@
 # Qwen2.5-Coder-0.5B-Instruct (its draft model) and a DFlash drafter trained there for the target, against
 # llama.cpp's own speculative decoding with the same files, on held-out prompts, 256 tokens at temperature 0.
 # Parts, each within one call of at most 600 s:
-#   train   tools/train/drafter_for.py on the target (PAIR_MINUTES, default 8): writes PAIR_RUN (the drafter,
-#           the held-out code and prose prompts, metrics.json with the drafter's acceptance in PyTorch). Start it
-#           detached (setsid) where other work must go on meanwhile; PAIR_RUN/metrics.json appears at its end.
+#   train   tools/train/drafter_for.py on the target (PAIR_MINUTES, default 8; PAIR_TRAIN_ARGS: more of its flags,
+#           e.g. "--draft-batch 8"): writes PAIR_RUN (the drafter, the held-out code and prose prompts,
+#           metrics.json with the drafter's acceptance in PyTorch). Start it detached (setsid) where other work
+#           must go on meanwhile; PAIR_RUN/metrics.json appears at its end.
 #   saker   saker bench --prompts on the code and the prose prompts: plain against --draft-model, the drafter's
 #           chain and its tree (--draft-tree PAIR_TREE): tok/s, tokens per verify step, same tokens as plain.
 #   serve   the same prompts one after another (serve_load.py --concurrency 1) against saker serve and
@@ -30,7 +31,7 @@ SETS=${PAIR_SETS:-code prose}
 if [ "$PART" = train ]; then  # only when named: it takes minutes
   mkdir -p "$RUN"
   PYTHONUNBUFFERED=1 python3 tools/train/drafter_for.py --target "$TARGET" --out "$RUN" \
-    --minutes "${PAIR_MINUTES:-8}" > "$OUT/train.txt" 2>&1
+    --minutes "${PAIR_MINUTES:-8}" ${PAIR_TRAIN_ARGS:-} > "$OUT/train.txt" 2>&1
   echo "drafter_for: rc=$?"
   tail -n 4 "$OUT/train.txt"
 fi

@@ -140,9 +140,77 @@ def test_drafter_for_picks_a_mask_token_the_target_never_uses():
     assert drafter_for.choose_mask_token(_FakeModel(50), tok, 7) == (7, "--mask-token")
     with pytest.raises(SystemExit):
         drafter_for.choose_mask_token(_FakeModel(50), tok, 50)
+    bare = _FakeTokenizer(3, {0: "a", 1: "<|im_start|>", 2: "b"}, template, bos=0, eos=2)
     with pytest.raises(SystemExit):  # nothing left to choose
-        drafter_for.choose_mask_token(_FakeModel(3), _FakeTokenizer(3, {0: "a", 1: "<|im_start|>", 2: "b"},
-                                                                    template, bos=0, eos=2), None)
+        drafter_for.choose_mask_token(_FakeModel(3), bare, None)
+
+
+def test_drafter_for_mask_token_falls_back_to_an_id_the_corpus_never_uses():
+    # A GGUF's tokenizer as transformers builds it: its vocabulary padded with tokens of its own (no embedding
+    # rows past it), no spare special token. The last rule takes the highest id the corpus never uses that is
+    # not BOS / EOS / padding.
+    import drafter_for
+    names = {i: f"t{i}" for i in range(8)}
+    names.update({0: "<|endoftext|>", 6: "[PAD6]", 7: "[PAD7]"})
+    tok = _FakeTokenizer(8, {0: "<|endoftext|>"}, "{{ m.content }}", bos=0, eos=0, pad=7)
+    tok.names = names
+    corpus = torch.tensor([1, 2, 2, 3, 5, 1])
+    mask, why = drafter_for.choose_mask_token(_FakeModel(8), tok, None, corpus)
+    assert mask == 6 and "[PAD6]" in why and "6 training tokens" in why
+    with pytest.raises(SystemExit):  # every id used or reserved
+        drafter_for.choose_mask_token(_FakeModel(8), tok, None, torch.tensor([1, 2, 3, 4, 5, 6]))
+
+
+def test_drafter_for_refuses_a_budget_that_leaves_no_training():
+    import argparse
+    import drafter_for
+    a = argparse.Namespace(smoke=False, draft_steps=None, gen_share=0.3, minutes=3.0)
+    # The run that taught it: 131 s of loading on the GPU machine left 49 s of a 3-minute budget.
+    with pytest.raises(SystemExit) as e:
+        drafter_for.check_budget(a, remaining_s=49.0, spent_s=131.0)
+    msg = str(e.value)
+    assert "--minutes 3 leaves about 0 s" in msg and "give --minutes 4.5 or more" in msg
+    # What it asks for is enough: that run at 4.5 minutes.
+    drafter_for.check_budget(a, remaining_s=4.5 * 60 - 131.0, spent_s=131.0)
+    drafter_for.check_budget(argparse.Namespace(**{**vars(a), "smoke": True}), 49.0, 131.0)
+    drafter_for.check_budget(argparse.Namespace(**{**vars(a), "draft_steps": 5}), 49.0, 131.0)
+
+
+def test_head_loss_in_chunks_equals_the_whole_head():
+    torch.manual_seed(3)
+    head = torch.nn.Linear(16, 40, bias=False)
+    h = torch.randn(11, 16, requires_grad=True)
+    labels = torch.randint(0, 40, (11,))
+    weights = torch.rand(11)
+    whole = (torch.nn.functional.cross_entropy(head(h), labels, reduction="none") * weights).sum() / weights.sum()
+    g_whole = torch.autograd.grad(whole, (h, head.weight))
+    chunked = dflash.head_loss(head, h, labels, weights, chunk_rows=3)
+    g_chunked = torch.autograd.grad(chunked, (h, head.weight))
+    assert torch.allclose(chunked, whole, rtol=1e-6, atol=1e-6)
+    for a, b in zip(g_chunked, g_whole):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_drafter_training_halves_a_batch_the_device_cannot_hold(monkeypatch):
+    target, cfg = tiny_target()
+    torch.manual_seed(2)
+    drafter = dflash.DFlashDrafter(dflash.make_config(cfg, 1, 16, 1, dflash.default_taps(4, 2)))
+    data = torch.randint(2, 96, (6, 48))
+    real, seen = dflash.head_loss, []
+
+    def small_device(head, h, *args, **kw):  # a device that holds the labelled rows of one sequence at most
+        seen.append(h.shape[0])
+        if h.shape[0] > 4 * 15:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(head, h, *args, **kw)
+
+    monkeypatch.setattr(dflash, "head_loss", small_device)
+    logs = []
+    stats = dflash.train(drafter, target, data, prompt_len=8, batch=4, anchors=4, budget_s=60, peak_lr=1e-3,
+                         gamma=7.0, seed=0, amp_dtype=torch.float32, max_steps=3, log=logs.append)
+    assert stats["steps"] == 3 and stats["batch"] == 1
+    assert "4 sequences a step do not fit in device memory; trying 2" in logs[0]
+    assert "2 sequences a step do not fit in device memory; trying 1" in logs[1]
 
 
 def test_drafter_for_prose_prompts_are_docstring_openings():

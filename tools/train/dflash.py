@@ -278,6 +278,27 @@ def drafter_logits(drafter, target, blk_tokens, ctx, pos_blk, mask):
     return target.get_output_embeddings()(h)
 
 
+def _weighted_ce(head, h, labels, weights):
+    """sum(weights * cross_entropy(head(h), labels)), the logits in float32."""
+    return (F.cross_entropy(head(h).float(), labels, reduction="none") * weights).sum()
+
+
+def head_loss(head, h, labels, weights, chunk_rows=None):
+    """The weighted mean cross entropy of the target's head over rows h [N, H], a chunk of rows at a time with
+    each chunk's logits recomputed in the backward pass: a full-vocabulary head over every labelled row of a
+    batch would hold N x V logits (16 sequences x 128 anchors x 15 rows x 152K vocabulary: 19 GB in float32,
+    twice that with their gradient), more than an 80 GB GPU has left beside the drafter."""
+    from torch.utils.checkpoint import checkpoint
+    if chunk_rows is None:
+        chunk_rows = max(256, (1 << 28) // head.weight.shape[0])  # about 1 GB of float32 logits a chunk
+    total = None
+    for s in range(0, h.shape[0], chunk_rows):
+        e = s + chunk_rows
+        part = checkpoint(_weighted_ce, head, h[s:e], labels[s:e], weights[s:e], use_reentrant=False)
+        total = part if total is None else total + part
+    return total / weights.sum()
+
+
 def train(drafter, target, data, *, prompt_len, batch, anchors, budget_s, peak_lr, gamma, seed, amp_dtype,
           max_steps=None, calib_steps=5, log_every=50, log=print):
     """Trains the drafter on the generated sequences (target frozen; its embedding and head reused)."""
@@ -295,15 +316,9 @@ def train(drafter, target, data, *, prompt_len, batch, anchors, budget_s, peak_l
     lo, hi = prompt_len, L - 2  # anchor a: a generated token with a label at a + 1
     A = min(anchors, hi - lo + 1)
     total = max_steps
-    step, t0, curve, recent = 0, time.time(), [], []
-    drafter.train()
-    while total is None or step < total:
-        if total is None:
-            lr = peak_lr * 0.1  # the timing (calibration) steps run at a low rate
-        else:
-            lr = lr_at(step, total, peak_lr, max(1, int(0.04 * total)))
-        for grp in opt.param_groups:
-            grp["lr"] = lr
+
+    def one_step(batch):
+        """One optimizer step on `batch` sequences; returns the loss."""
         idx = torch.randint(0, N, (batch,), generator=g)
         tok = data[idx.to(dev)]
         anc = (torch.rand(batch, hi - lo + 1, generator=g).argsort(dim=1)[:, :A] + lo).sort(dim=1).values.to(dev)
@@ -317,14 +332,38 @@ def train(drafter, target, data, *, prompt_len, batch, anchors, budget_s, peak_l
             ctx = drafter.hidden_norm(drafter.fc(torch.cat(taps, dim=-1)))
             pos_ctx = torch.arange(L, device=dev)[None].expand(batch, -1)
             h = drafter(target.get_input_embeddings()(blk), ctx, pos, pos_ctx, mask)  # [S, A*B, H]
-            logits = target.get_output_embeddings()(h[keep])  # [labelled rows, V]: the head only where it counts
-        ce = F.cross_entropy(logits.float(), lab[keep], reduction="none")
-        wk = w.repeat(A)[None].expand(batch, -1)[keep]
-        loss = (ce * wk).sum() / wk.sum()
+            wk = w.repeat(A)[None].expand(batch, -1)[keep]
+            # the head only where it counts: the labelled rows
+            loss = head_loss(target.get_output_embeddings(), h[keep], lab[keep], wk)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
         opt.step()
+        return loss
+
+    step, t0, curve, recent = 0, time.time(), [], []
+    drafter.train()
+    while total is None or step < total:
+        if total is None:
+            lr = peak_lr * 0.1  # the timing (calibration) steps run at a low rate
+        else:
+            lr = lr_at(step, total, peak_lr, max(1, int(0.04 * total)))
+        for grp in opt.param_groups:
+            grp["lr"] = lr
+        try:
+            loss = one_step(batch)
+            oom = False
+        except torch.OutOfMemoryError:
+            if step > 0 or batch == 1:
+                raise
+            oom = True  # handled below, once the failed step's tensors are released with its traceback
+        if oom:
+            opt.zero_grad(set_to_none=True)
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+            log(f"drafter: {batch} sequences a step do not fit in device memory; trying {batch // 2}")
+            batch //= 2
+            continue
         step += 1
         recent.append(loss.item() if step % 10 == 0 or step <= calib_steps else None)
         if max_steps is None and step in (calib_steps, 6 * calib_steps):

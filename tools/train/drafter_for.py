@@ -19,13 +19,18 @@ a Hugging Face folder) and stays frozen; only the drafter trains. Stages, each t
 
 The mask token (the block's unknown rows) must be a token the target never sees in use: by default the first
 row of the embedding past the tokenizer's vocabulary where there is one (padded vocabularies such as Qwen's),
-else the highest-id special token that is not BOS, EOS, padding or part of the chat template. --mask-token
-picks one by id.
+else the highest-id special token that is not BOS, EOS, padding or part of the chat template, else (a GGUF
+whose tokenizer marks no spare special token, and pads its vocabulary with tokens of its own) the highest id
+that no token of the training corpus uses. --mask-token picks one by id.
+
+Too short a --minutes is refused before the drafter data is generated, with the budget that would leave a
+minute of drafter training after what the target and the corpus took to load here.
 
 --smoke runs every stage at toy sizes on the CPU (a pipeline check, not a drafter).
 """
 import argparse
 import json
+import math
 import os
 import random
 import shlex
@@ -137,8 +142,9 @@ def load_target(path, device, dtype):
     return model, tok
 
 
-def choose_mask_token(model, tok, requested):
-    """The drafter's mask token and why it was chosen (see the module notes)."""
+def choose_mask_token(model, tok, requested, corpus_ids=None):
+    """The drafter's mask token and why it was chosen (see the module notes); corpus_ids, a LongTensor of the
+    training corpus's token ids, for the last rule."""
     rows = model.get_input_embeddings().weight.shape[0]
     if requested is not None:
         if not 0 <= requested < rows:
@@ -157,6 +163,14 @@ def choose_mask_token(model, tok, requested):
         if i in taken or not text or text in template:
             continue
         return i, f"special token {text!r}, unused by the chat template"
+    if corpus_ids is not None:
+        import torch
+        used = torch.zeros(rows, dtype=torch.bool, device=corpus_ids.device)
+        used[corpus_ids] = True
+        for i in (~used).nonzero().flatten().flip(0).tolist():
+            if i not in taken:
+                text = tok.convert_ids_to_tokens(i) if i < len(tok) else None
+                return i, f"token {text!r}, used nowhere in the {corpus_ids.numel()} training tokens"
     raise SystemExit("no unused token for the drafter's mask: pass --mask-token ID")
 
 
@@ -182,6 +196,28 @@ def pick_prose(texts, tok, n, rng, min_tokens, max_tokens):
         if min_tokens <= len(ids) <= max_tokens:
             out.append(dict(text=text, ids=ids))
     return out
+
+
+# The drafter's share of the run: generation takes --gen-share of what is left after a reserve, the acceptance
+# runs keep ACCEPT_RESERVE_S, and the drafter trains on the rest.
+DATA_RESERVE_S, ACCEPT_RESERVE_S, MIN_TRAIN_S = 90.0, 60.0, 60.0
+
+
+def check_budget(a, remaining_s, spent_s):
+    """Refuses a --minutes that leaves the drafter under MIN_TRAIN_S of training (a drafter of a few steps
+    accepts next to nothing) before minutes go into generating its data, and says what would do; --smoke and a
+    fixed --draft-steps are exempt."""
+    if a.smoke or a.draft_steps is not None:
+        return
+    share = a.gen_share
+    train_s = remaining_s - share * max(10.0, remaining_s - DATA_RESERVE_S) - ACCEPT_RESERVE_S
+    if train_s >= MIN_TRAIN_S:
+        return
+    need_remaining = (MIN_TRAIN_S + ACCEPT_RESERVE_S - share * DATA_RESERVE_S) / (1 - share)
+    need = math.ceil(2 * (spent_s + need_remaining) / 60) / 2  # minutes, rounded up to a half
+    raise SystemExit(f"--minutes {a.minutes:g} leaves about {max(0.0, train_s):.0f} s to train the drafter after "
+                     f"{spent_s:.0f} s of loading the target and the corpus here: give --minutes {need:g} or more "
+                     f"(that is {MIN_TRAIN_S:.0f} s of training; a longer run trains a better drafter)")
 
 
 def main(argv=None):
@@ -226,14 +262,12 @@ def main(argv=None):
     n_layers = cfg.num_hidden_layers
     if getattr(cfg, "head_dim", None) is None:
         cfg.head_dim = cfg.hidden_size // cfg.num_attention_heads
-    mask_id, why = choose_mask_token(model, hf_tok, a.mask_token)
     times["target_load_s"] = round(time.time() - t, 1)
     metrics["target_config"] = {k: getattr(cfg, k, None) for k in (
         "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
         "num_key_value_heads", "head_dim", "rms_norm_eps", "tie_word_embeddings")}
-    metrics["mask_token"] = dict(id=mask_id, why=why)
     log(f"target: {cfg.model_type}, {n_layers} layers, hidden {cfg.hidden_size}, vocab "
-        f"{model.get_input_embeddings().weight.shape[0]} ({times['target_load_s']}s); mask token {mask_id} ({why})")
+        f"{model.get_input_embeddings().weight.shape[0]} ({times['target_load_s']}s)")
 
     # 1. corpus, in the target's tokens
     t = time.time()
@@ -247,6 +281,9 @@ def main(argv=None):
     times["corpus_s"] = round(time.time() - t, 1)
     metrics["corpus"] = dict(data["stats"], train_tokens=stream.numel())
     log(f"corpus: {stream.numel() / 1e6:.2f}M training tokens ({times['corpus_s']}s)")
+    mask_id, why = choose_mask_token(model, hf_tok, a.mask_token, stream)
+    metrics["mask_token"] = dict(id=mask_id, why=why)
+    log(f"mask token {mask_id} ({why})")
 
     # 2. held-out prompts
     tok = TokenizerIds(hf_tok)
@@ -261,6 +298,7 @@ def main(argv=None):
     log(f"held-out prompts: {len(code)} code, {len(prose)} prose")
 
     # 3. drafter data
+    check_budget(a, deadline - time.time(), time.time() - T_START)
     budget = max(10.0, deadline - time.time() - (30 if a.smoke else 90))
     temps = [float(x) for x in a.gen_temps.split(",")]
     t = time.time()
