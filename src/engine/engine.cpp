@@ -228,6 +228,7 @@ void Engine::postprocess(StepOutput& out) {
     const int32_t id = out.have_logits ? sample_row(s, out.row(g.output), &raw) : out.ids[g.output];
     if (!accept_token(s, id, raw, now)) over.push_back(&s);
   }
+  move_accepted_rows(&over);
   // The taps stay valid until the next step: proposers that copy them on their own stream finish that first
   // (one wait for a shared drafter, the later calls find nothing to wait for).
   for (const BatchSegment& g : batch_.segments) {
@@ -244,6 +245,21 @@ void Engine::postprocess(StepOutput& out) {
     GenerateResult r = owned->result;
     finish(std::move(owned), std::move(r));
   }
+}
+
+void Engine::move_accepted_rows(std::vector<Sequence*>* over) {
+  if (tree_moves_.empty()) return;
+  std::vector<SlotMoves> seqs;
+  seqs.reserve(tree_moves_.size());
+  for (const TreeMoves& m : tree_moves_) seqs.push_back({m.seq->pages, m.from, m.to});
+  if (const Status st = pool_->storage().copy_slots(seqs); !st.ok()) {
+    SAKER_LOG_WARN("moving accepted draft rows failed: {}", st.to_string());
+    for (const TreeMoves& m : tree_moves_) {
+      m.seq->result.finish = FinishReason::kCancelled;
+      if (std::find(over->begin(), over->end(), m.seq) == over->end()) over->push_back(m.seq);
+    }
+  }
+  tree_moves_.clear();
 }
 
 int32_t Engine::sample_row(Sequence& s, std::span<float> row, std::span<const float>* raw) {
@@ -298,13 +314,15 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   ++st.tokens_per_step[std::min<int64_t>(n_commit, static_cast<int64_t>(st.tokens_per_step.size())) - 1];
   if (!going) return false;
   // Accepted rows to consecutive slots (a node's slot index >= its depth and deeper nodes come later, so
-  // copying in path order never overwrites a row still to be read), their taps to the proposer.
-  std::vector<int32_t> from, to;
+  // copying in path order never overwrites a row still to be read), moved with the other sequences' once the
+  // step is verified (nothing reads them before); their taps to the proposer.
+  TreeMoves moves{&s, {}, {}};
   for (int64_t k = 0; k < n_commit; ++k) {
-    from.push_back(static_cast<int32_t>(g.first + path[k]));
-    to.push_back(static_cast<int32_t>(g.first + k));
+    if (path[k] == k) continue;  // in place (a chain's rows always are)
+    moves.from.push_back(static_cast<int32_t>(g.first + path[k]));
+    moves.to.push_back(static_cast<int32_t>(g.first + k));
   }
-  SAKER_RETURN_IF_ERROR(pool_->storage().copy_slots(s.pages, from, to));
+  if (!moves.from.empty()) tree_moves_.push_back(std::move(moves));
   SAKER_RETURN_IF_ERROR(s.proposer->add_context(g.first, out.tap_rows(g.batch_begin, n_commit, path)));
   s.n_cached = g.first + n_commit;
   pool_->commit(s.pages, s.tokens, s.n_cached);

@@ -119,9 +119,13 @@ class Engine {
   // A decided token through the sequence's output stage; it joins the history unless the generation is over
   // (then false).
   bool accept_token(Sequence& s, int32_t id, std::span<const float> raw, Sequence::Clock::time_point now);
-  // A speculative segment: walks the draft tree with the sequence's sampler, moves the accepted rows' K/V to
-  // consecutive slots and feeds their taps to the proposer. Returns false when the sequence is over.
+  // A speculative segment: walks the draft tree with the sequence's sampler, queues the accepted rows' K/V
+  // moves to consecutive slots (tree_moves_) and feeds their taps to the proposer. Returns false when the
+  // sequence is over.
   Result<bool> verify(const BatchSegment& g, StepOutput& out);
+  // Every verified sequence's K/V moves of the step in one KvStorage::copy_slots call (one launch on the
+  // GPU); a failure ends the sequences whose rows it was to move (added to *over).
+  void move_accepted_rows(std::vector<Sequence*>* over);
   void finish(std::unique_ptr<Sequence> seq, Result<GenerateResult> r);
   // Copies the step thread's counters where stats() (any thread) reads them.
   void publish_stats();
@@ -134,6 +138,12 @@ class Engine {
   ModelRunner runner_;
   Batch batch_;
   std::vector<float> raw_;  // one logits row before the sampler edits it (logprobs)
+  // The step's accepted tree rows still to move: slot from[i] to slot to[i] of seq, in order.
+  struct TreeMoves {
+    Sequence* seq;
+    std::vector<int32_t> from, to;
+  };
+  std::vector<TreeMoves> tree_moves_;
 
   int64_t steps_ = 0, step_tokens_ = 0;  // the stepping thread's counters
   int64_t plain_decode_steps_ = 0, drafting_steps_ = 0;

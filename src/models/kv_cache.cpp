@@ -32,19 +32,18 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig& c) {
   return kv;
 }
 
-Status KvCache::copy_slots(std::span<const int32_t> block_table, std::span<const int32_t> from,
-                           std::span<const int32_t> to) {
+Status KvCache::copy_slots(std::span<const SlotMoves> seqs) {
   const KvCacheConfig& c = config_;
-  SAKER_RETURN_IF_ERROR(check_copy_slots(c, block_table, from, to));
+  SAKER_RETURN_IF_ERROR(check_copy_slots(c, seqs));
   const uint64_t row_bytes = kv_row_bytes(c);
-  auto offset = [&](int32_t slot) -> uint64_t {
-    const int32_t block = block_table[slot / c.block_size];
-    return (static_cast<uint64_t>(block) * c.block_size + slot % c.block_size) * row_bytes;
-  };
   for (HostBuffer& b : buffers_) {
     auto* base = b.as<uint8_t>();
-    for (size_t i = 0; i < from.size(); ++i) {
-      if (from[i] != to[i]) std::memmove(base + offset(to[i]), base + offset(from[i]), row_bytes);
+    for (const SlotMoves& m : seqs) {
+      for (size_t i = 0; i < m.from.size(); ++i) {
+        if (m.from[i] == m.to[i]) continue;
+        std::memmove(base + storage_slot(c, m.block_table, m.to[i]) * row_bytes,
+                     base + storage_slot(c, m.block_table, m.from[i]) * row_bytes, row_bytes);
+      }
     }
   }
   return {};

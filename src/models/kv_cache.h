@@ -24,8 +24,8 @@ class KvCache final : public KvStorage {
   Device device() const override { return Device::kCpu; }
   std::span<const LayerKv> layers() const override { return layers_; }
   uint64_t size_bytes() const override;
-  Status copy_slots(std::span<const int32_t> block_table, std::span<const int32_t> from,
-                    std::span<const int32_t> to) override;
+  using KvStorage::copy_slots;
+  Status copy_slots(std::span<const SlotMoves> seqs) override;
   Status read_page(int32_t page, void* host) const override;
   Status write_page(int32_t page, const void* host) override;
 

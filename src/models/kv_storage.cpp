@@ -29,21 +29,22 @@ Status check_kv_config(const KvCacheConfig& c) {
   return {};
 }
 
-Status check_copy_slots(const KvCacheConfig& c, std::span<const int32_t> block_table, std::span<const int32_t> from,
-                        std::span<const int32_t> to) {
-  if (from.size() != to.size()) {
-    return make_error(StatusCode::kInvalidArgument, "copy_slots: {} sources for {} destinations", from.size(),
-                      to.size());
-  }
-  const int64_t n_slots = static_cast<int64_t>(block_table.size()) * c.block_size;
-  for (size_t i = 0; i < from.size(); ++i) {
-    for (int32_t s : {from[i], to[i]}) {
-      if (s < 0 || s >= n_slots) {
-        return make_error(StatusCode::kOutOfRange, "copy_slots: slot {} outside the sequence's {} slots", s, n_slots);
-      }
-      const int32_t block = block_table[s / c.block_size];
-      if (block < 0 || block >= c.n_blocks) {
-        return make_error(StatusCode::kOutOfRange, "copy_slots: block {} outside the cache", block);
+Status check_copy_slots(const KvCacheConfig& c, std::span<const SlotMoves> seqs) {
+  for (const SlotMoves& m : seqs) {
+    if (m.from.size() != m.to.size()) {
+      return make_error(StatusCode::kInvalidArgument, "copy_slots: {} sources for {} destinations", m.from.size(),
+                        m.to.size());
+    }
+    const int64_t n_slots = static_cast<int64_t>(m.block_table.size()) * c.block_size;
+    for (size_t i = 0; i < m.from.size(); ++i) {
+      for (int32_t s : {m.from[i], m.to[i]}) {
+        if (s < 0 || s >= n_slots) {
+          return make_error(StatusCode::kOutOfRange, "copy_slots: slot {} outside the sequence's {} slots", s, n_slots);
+        }
+        const int32_t block = m.block_table[s / c.block_size];
+        if (block < 0 || block >= c.n_blocks) {
+          return make_error(StatusCode::kOutOfRange, "copy_slots: block {} outside the cache", block);
+        }
       }
     }
   }

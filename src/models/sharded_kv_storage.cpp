@@ -35,10 +35,9 @@ uint64_t ShardedKvStorage::size_bytes() const {
   return n;
 }
 
-Status ShardedKvStorage::copy_slots(std::span<const int32_t> block_table, std::span<const int32_t> from,
-                                    std::span<const int32_t> to) {
-  SAKER_RETURN_IF_ERROR(check_copy_slots(config_, block_table, from, to));
-  for (const auto& r : ranks_) SAKER_RETURN_IF_ERROR(r->copy_slots(block_table, from, to));
+Status ShardedKvStorage::copy_slots(std::span<const SlotMoves> seqs) {
+  SAKER_RETURN_IF_ERROR(check_copy_slots(config_, seqs));
+  for (const auto& r : ranks_) SAKER_RETURN_IF_ERROR(r->copy_slots(seqs));
   return {};
 }
 

@@ -80,6 +80,35 @@ TEST(CudaKvStorage, CopySlotsMatchesTheHostCache) {
   EXPECT_EQ((*dev)->copy_slots(table, from, one).code(), StatusCode::kInvalidArgument);
 }
 
+// An engine step's moves: several sequences in one call, one launch. Each sequence's moves run in order on the
+// GPU too (sequence a reads slot 14 before writing it, b chains 20 -> 21 -> 40); rows whose size is not a
+// multiple of 16 bytes take narrower words: 128-byte rows 16-byte words, 24-byte rows 4-byte, 6-byte rows bytes.
+TEST(CudaKvStorage, CopySlotsOfSeveralSequencesInOneLaunch) {
+  SAKER_REQUIRE_GPU();
+  for (const int64_t head_dim : {32, 6, 3}) {
+    const KvCacheConfig c = kv_cache_config(3, head_dim == 3 ? 1 : 2, head_dim, 12 * 16, DType::kF16);
+    auto dev = CudaKvStorage::create(c);
+    auto host = KvCache::create(c);
+    ASSERT_TRUE(dev.ok() && host.ok());
+    const auto pages = fill_random(**dev, 13);
+    for (int32_t p = 0; p < c.n_blocks; ++p) ASSERT_TRUE((*host)->write_page(p, pages[p].data()).ok());
+    const std::vector<int32_t> ta = {4, 1}, tb = {5, 0, 7}, tc = {9, 11}, td = {2};
+    const std::vector<int32_t> fa = {14, 15, 20}, da = {13, 14, 15};
+    const std::vector<int32_t> fb = {20, 21, 33}, db = {21, 40, 34};
+    const std::vector<int32_t> fc = {3, 3}, dc = {3, 4};  // an in-place move, then a copy
+    const std::vector<int32_t> none;
+    const std::vector<SlotMoves> seqs = {{ta, fa, da}, {tb, fb, db}, {td, none, none}, {tc, fc, dc}};
+    ASSERT_TRUE((*dev)->copy_slots(seqs).ok());
+    ASSERT_TRUE((*host)->copy_slots(seqs).ok());
+    EXPECT_EQ(read_all(**dev), read_all(**host)) << "head_dim " << head_dim;
+    EXPECT_NE(read_all(**dev), pages);
+    const std::vector<int32_t> far = {60};
+    const std::vector<SlotMoves> bad = {{ta, da, fa}, {tb, far, {db.data(), 1}}};
+    EXPECT_EQ((*dev)->copy_slots(bad).code(), StatusCode::kOutOfRange);
+    EXPECT_EQ(read_all(**dev), read_all(**host)) << "the refused call moved nothing";
+  }
+}
+
 TEST(CudaKvStorage, RefusesNonF16) {
   SAKER_REQUIRE_GPU();
   EXPECT_EQ(CudaKvStorage::create(kv_cache_config(2, 2, 64, 64, DType::kF32)).status().code(),

@@ -85,6 +85,36 @@ TEST(KvCache, CopySlotsRefusesBadArguments) {
   EXPECT_EQ((*kv)->copy_slots(bad_table, s20, s1).code(), StatusCode::kOutOfRange);
 }
 
+// Several sequences' moves in one call (what the engine gives at the end of a step) land as the same moves
+// made one sequence at a time; a bad sequence anywhere in the call refuses the whole call, moving nothing.
+TEST(KvCache, CopySlotsOfSeveralSequencesInOneCall) {
+  const KvCacheConfig c = kv_cache_config(2, 2, 4, 8 * 16, DType::kF32);
+  auto one = KvCache::create(c), each = KvCache::create(c);
+  ASSERT_TRUE(one.ok() && each.ok());
+  const std::vector<int32_t> ta = {3, 1}, tb = {0, 5, 2};
+  fill(**one, {0, 1, 2, 3, 4, 5, 6, 7});
+  fill(**each, {0, 1, 2, 3, 4, 5, 6, 7});
+  // a: path 0, 2, 3 of a tree at slot 12 (slot 14 is read by the first move, then written by the second);
+  // b: a tree at slot 33 and its accepted nodes 35, 40.
+  const std::vector<int32_t> fa = {14, 15}, da = {13, 14}, fb = {35, 40}, db = {34, 35};
+  const std::vector<SlotMoves> both = {{ta, fa, da}, {tb, fb, db}};
+  ASSERT_TRUE((*one)->copy_slots(both).ok());
+  ASSERT_TRUE((*each)->copy_slots(ta, fa, da).ok());
+  ASSERT_TRUE((*each)->copy_slots(tb, fb, db).ok());
+  for (int32_t p = 0; p < c.n_blocks; ++p) {
+    std::vector<uint8_t> x((*one)->page_bytes()), y((*each)->page_bytes());
+    ASSERT_TRUE((*one)->read_page(p, x.data()).ok() && (*each)->read_page(p, y.data()).ok());
+    EXPECT_EQ(x, y) << "page " << p;
+  }
+  // (fill through the identity table: a slot's value names its storage slot; a's slot 14 is storage slot 62)
+  EXPECT_EQ(k_at(**one, ta, 1, 13), 1000.0f + 62) << "read before it was written";
+  EXPECT_EQ(k_at(**one, ta, 1, 14), 1000.0f + 63);
+  const std::vector<int32_t> far = {60};
+  const std::vector<SlotMoves> bad = {{ta, da, fa}, {tb, far, {db.data(), 1}}};
+  EXPECT_EQ((*one)->copy_slots(bad).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(k_at(**one, ta, 1, 14), 1000.0f + 63) << "the refused call moved nothing";
+}
+
 // A page leaves as host bytes (layer 0 K, layer 0 V, layer 1 K, ...) and comes back bit for bit, into another
 // page too, leaving every other page alone: what the prefix cache's host tier does with evicted pages.
 TEST(KvCache, PagesRoundTripBitExactThroughHostBytes) {

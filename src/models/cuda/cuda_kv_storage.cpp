@@ -2,6 +2,7 @@
 
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_devices.h"
+#include "ops/cuda/kv_move_rows.h"
 
 namespace saker {
 namespace {
@@ -55,6 +56,7 @@ Result<std::unique_ptr<CudaKvStorage>> CudaKvStorage::create(const KvCacheConfig
 CudaKvStorage::~CudaKvStorage() {
   const cuda::ScopedDevice on(device_);
   if (stream_) cudaStreamDestroy(stream_);
+  if (moves_dev_) cudaFree(moves_dev_);
   if (base_) cudaFree(base_);
 }
 
@@ -72,23 +74,44 @@ Status CudaKvStorage::copy_tensors(void* dst, size_t dst_pitch, const void* src,
   return {};
 }
 
-Status CudaKvStorage::copy_slots(std::span<const int32_t> block_table, std::span<const int32_t> from,
-                                 std::span<const int32_t> to) {
+Status CudaKvStorage::copy_slots(std::span<const SlotMoves> seqs) {
   const KvCacheConfig& c = config_;
-  SAKER_RETURN_IF_ERROR(check_copy_slots(c, block_table, from, to));
-  const cuda::ScopedDevice on(device_);
-  const uint64_t row_bytes = kv_row_bytes(c);
-  auto offset = [&](int32_t slot) -> uint64_t {
-    const int32_t block = block_table[slot / c.block_size];
-    return (static_cast<uint64_t>(block) * c.block_size + slot % c.block_size) * row_bytes;
-  };
-  auto* base = static_cast<uint8_t*>(base_);
-  // Stream order keeps i = 0, 1, ... in sequence; distinct slots never overlap within one copy.
-  for (size_t i = 0; i < from.size(); ++i) {
-    if (from[i] == to[i]) continue;
-    SAKER_RETURN_IF_ERROR(
-        copy_tensors(base + offset(to[i]), stride_, base + offset(from[i]), stride_, row_bytes, cudaMemcpyDeviceToDevice));
+  SAKER_RETURN_IF_ERROR(check_copy_slots(c, seqs));
+  moves_.clear();
+  groups_.assign(1, 0);
+  size_t total = 0;
+  for (const SlotMoves& m : seqs) total += m.from.size();
+  if (total > static_cast<size_t>(INT32_MAX / 2)) {
+    return make_error(StatusCode::kInvalidArgument, "copy_slots: {} moves in one call", total);
   }
+  for (const SlotMoves& m : seqs) {
+    for (size_t i = 0; i < m.from.size(); ++i) {
+      if (m.from[i] == m.to[i]) continue;  // a chain's accepted rows are in place already
+      moves_.push_back(storage_slot(c, m.block_table, m.from[i]));
+      moves_.push_back(storage_slot(c, m.block_table, m.to[i]));
+    }
+    const auto n_moves = static_cast<int32_t>(moves_.size() / 2);
+    if (n_moves > groups_.back()) groups_.push_back(n_moves);  // a group per sequence with something to move
+  }
+  const int64_t n_groups = static_cast<int64_t>(groups_.size()) - 1;
+  if (n_groups == 0) return {};
+  const cuda::ScopedDevice on(device_);
+  const size_t move_bytes = moves_.size() * sizeof(int64_t), group_bytes = groups_.size() * sizeof(int32_t);
+  if (move_bytes + group_bytes > moves_dev_bytes_) {
+    if (moves_dev_) SAKER_CUDA_RETURN_IF_ERROR(cudaFree(moves_dev_));
+    moves_dev_ = nullptr;
+    moves_dev_bytes_ = 0;
+    const size_t want = 2 * (move_bytes + group_bytes);
+    SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&moves_dev_, want));
+    moves_dev_bytes_ = want;
+  }
+  auto* moves_dev = static_cast<int64_t*>(moves_dev_);
+  auto* groups_dev = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(moves_dev_) + move_bytes);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(moves_dev, moves_.data(), move_bytes, cudaMemcpyHostToDevice, stream_));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(groups_dev, groups_.data(), group_bytes, cudaMemcpyHostToDevice, stream_));
+  SAKER_RETURN_IF_ERROR(
+      cuda::move_kv_rows(base_, stride_, 2 * c.n_layer, kv_row_bytes(c), moves_dev, groups_dev, n_groups, stream_));
+  // Also keeps moves_ / groups_ alive until the uploads have read them.
   SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   return {};
 }

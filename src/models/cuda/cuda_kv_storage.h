@@ -1,7 +1,8 @@
 #pragma once
 // CudaKvStorage: KvStorage in GPU memory, f16 (the dtype the CUDA kernels read and write). Every layer's K and
 // V is one [n_blocks, block_size, n_head_kv, head_dim] tensor; all of them sit in one allocation at a fixed
-// stride, so a slot move or a page transfer is one strided copy over every layer instead of one per tensor.
+// stride, so a page transfer is one strided copy over every layer instead of one per tensor, and a step's slot
+// moves one kernel over every layer.
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -24,9 +25,10 @@ class CudaKvStorage final : public KvStorage {
   Device device() const override { return Device::kCuda; }
   std::span<const LayerKv> layers() const override { return layers_; }
   uint64_t size_bytes() const override { return 2 * static_cast<uint64_t>(config_.n_layer) * stride_; }
-  // Device-to-device, in order; returns once the copies are done (the decoder's stream does not wait on ours).
-  Status copy_slots(std::span<const int32_t> block_table, std::span<const int32_t> from,
-                    std::span<const int32_t> to) override;
+  // Every sequence's moves in one kernel (cuda/kv_move_rows.h); returns once they are done (the decoder's
+  // stream does not wait on ours).
+  using KvStorage::copy_slots;
+  Status copy_slots(std::span<const SlotMoves> seqs) override;
   Status read_page(int32_t page, void* host) const override;
   Status write_page(int32_t page, const void* host) override;
 
@@ -45,6 +47,11 @@ class CudaKvStorage final : public KvStorage {
   size_t max_pitch_ = 0;  // the device's largest 2D-copy pitch
   cudaStream_t stream_ = nullptr;
   std::vector<LayerKv> layers_;
+  // copy_slots' move lists: built on the host, uploaded to a device buffer that grows as needed.
+  std::vector<int64_t> moves_;   // (from, to) storage slots
+  std::vector<int32_t> groups_;  // a sequence's moves are moves_[2 groups_[g] .. 2 groups_[g + 1])
+  void* moves_dev_ = nullptr;
+  size_t moves_dev_bytes_ = 0;
 };
 
 }  // namespace saker
