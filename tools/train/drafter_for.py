@@ -275,8 +275,10 @@ def main(argv=None):
     if len(data["heldout"]) < 4 or len(data["train"]) < 10:
         raise SystemExit("corpus too small: found too few Python files")
     eos = hf_tok.eos_token_id
-    docs = [hf_tok(text, add_special_tokens=False)["input_ids"] + ([eos] if eos is not None else [])
-            for text in data["train"]]
+    # One batch call: the fast tokenizer encodes the files on every core (the same ids as one call a file;
+    # 48 MB one file at a time took 38 s of a GPU machine's run).
+    docs = [ids + ([eos] if eos is not None else [])
+            for ids in hf_tok(data["train"], add_special_tokens=False)["input_ids"]]
     stream = flatten(docs).to(device)
     times["corpus_s"] = round(time.time() - t, 1)
     metrics["corpus"] = dict(data["stats"], train_tokens=stream.numel())
