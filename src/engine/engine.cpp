@@ -253,10 +253,16 @@ void Engine::move_accepted_rows(std::vector<Sequence*>* over) {
   seqs.reserve(tree_moves_.size());
   for (const TreeMoves& m : tree_moves_) seqs.push_back({m.seq->pages, m.from, m.to});
   if (const Status st = pool_->storage().copy_slots(seqs); !st.ok()) {
+    // Their pages stay out of the prefix cache: they do not hold what their tokens say.
     SAKER_LOG_WARN("moving accepted draft rows failed: {}", st.to_string());
     for (const TreeMoves& m : tree_moves_) {
       m.seq->result.finish = FinishReason::kCancelled;
       if (std::find(over->begin(), over->end(), m.seq) == over->end()) over->push_back(m.seq);
+    }
+  } else {
+    for (const TreeMoves& m : tree_moves_) {
+      moved_draft_rows_ += static_cast<int64_t>(m.from.size());
+      pool_->commit(m.seq->pages, m.seq->tokens, m.seq->n_cached);
     }
   }
   tree_moves_.clear();
@@ -312,22 +318,26 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   st.committed_tokens += n_commit;
   st.drafted_tokens += d.size();
   ++st.tokens_per_step[std::min<int64_t>(n_commit, static_cast<int64_t>(st.tokens_per_step.size())) - 1];
-  if (!going) return false;
   // Accepted rows to consecutive slots (a node's slot index >= its depth and deeper nodes come later, so
   // copying in path order never overwrites a row still to be read), moved with the other sequences' once the
-  // step is verified (nothing reads them before); their taps to the proposer.
+  // step is verified (nothing reads them before; their pages join the prefix cache after the move); their
+  // taps to the proposer. Also when the generation is over, as a plain decoding step keeps its last row: the
+  // prefix cache then holds the whole answer for a conversation's next turn.
   TreeMoves moves{&s, {}, {}};
   for (int64_t k = 0; k < n_commit; ++k) {
     if (path[k] == k) continue;  // in place (a chain's rows always are)
     moves.from.push_back(static_cast<int32_t>(g.first + path[k]));
     moves.to.push_back(static_cast<int32_t>(g.first + k));
   }
-  if (!moves.from.empty()) tree_moves_.push_back(std::move(moves));
-  SAKER_RETURN_IF_ERROR(s.proposer->add_context(g.first, out.tap_rows(g.batch_begin, n_commit, path)));
   s.n_cached = g.first + n_commit;
-  pool_->commit(s.pages, s.tokens, s.n_cached);
+  if (moves.from.empty()) {
+    pool_->commit(s.pages, s.tokens, s.n_cached);
+  } else {
+    tree_moves_.push_back(std::move(moves));
+  }
+  SAKER_RETURN_IF_ERROR(s.proposer->add_context(g.first, out.tap_rows(g.batch_begin, n_commit, path)));
   if (pool_->options().prefix_cache) s.proposer->commit_context(s.tokens);
-  return true;
+  return going;
 }
 
 void Engine::loop() {
@@ -375,6 +385,7 @@ void Engine::publish_stats() {
   s.drafting_steps = drafting_steps_;
   s.plain_decode_ms = plain_decode_ms_;
   s.drafting_ms = drafting_ms_;
+  s.moved_draft_rows = moved_draft_rows_;
   s.pool = pool_->stats();
   std::lock_guard lock(mutex_);
   stats_ = s;

@@ -75,6 +75,8 @@ struct EngineStats {
   // Drafts accepted a verify step, a moving average over every sequence's (negative: none yet): where a new
   // sequence's DraftPolicy starts.
   double accepted_drafts = -1.0;
+  // Accepted draft-tree rows moved to their sequence's next slots (rows a chain accepts are in place already).
+  int64_t moved_draft_rows = 0;
   KvPoolStats pool;
 };
 
@@ -148,6 +150,7 @@ class Engine {
   int64_t steps_ = 0, step_tokens_ = 0;  // the stepping thread's counters
   int64_t plain_decode_steps_ = 0, drafting_steps_ = 0;
   double accepted_ = -1.0;  // EngineStats::accepted_drafts, the stepping thread's copy
+  int64_t moved_draft_rows_ = 0;
   double plain_decode_ms_ = 0, drafting_ms_ = 0;
 
   mutable std::mutex mutex_;  // inbox, published stats, stop flag

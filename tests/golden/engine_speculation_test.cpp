@@ -400,6 +400,53 @@ TEST(EngineSpeculation, DrafterKeepsThePrefixCache) {
   EXPECT_EQ(spec_pass.second.tokens, plain_pass.second.tokens);
 }
 
+// A conversation's next turn takes the previous answer's pages from the prefix cache. With a drafter tree,
+// accepted rows that left the chain were moved into those pages at the end of their step (the pages join the
+// cache after the move), so the next turn reads what plain decoding wrote and gives its tokens.
+TEST(EngineSpeculation, TreeMovedRowsServeTheNextTurnFromTheCache) {
+  SAKER_REQUIRE_MINI();
+  auto [model, dw] = load_mini_with_drafter();
+  ASSERT_TRUE(model && dw);
+  const std::vector<int32_t> prompt = heldout_prompts()[1];
+  struct Turns {
+    GenerateResult first, second;
+    EngineStats stats;
+  };
+  auto converse = [&](ProposerFactory proposer) {
+    EngineOptions eo;
+    eo.n_ctx = 1024;
+    eo.prefill_chunk = 128;
+    eo.proposer = std::move(proposer);
+    Turns t;
+    auto engine = make_engine(*model, eo);
+    if (!engine) return t;
+    auto first = engine->generate(prompt, greedy_options(160));
+    EXPECT_TRUE(first.ok()) << first.status().to_string();
+    if (!first.ok()) return t;
+    t.first = *first;
+    std::vector<int32_t> next = prompt;  // the answer, then the opening of the prompt as the user's next turn
+    next.insert(next.end(), t.first.tokens.begin(), t.first.tokens.end());
+    next.insert(next.end(), prompt.begin(), prompt.begin() + 8);
+    auto second = engine->generate(next, greedy_options(48));
+    EXPECT_TRUE(second.ok()) << second.status().to_string();
+    if (second.ok()) t.second = *second;
+    t.stats = engine->stats();
+    return t;
+  };
+  const Turns plain = converse(nullptr);
+  auto shared = spec::DFlashDrafter::create(dw, 1024 + dw->config.block_size, OpsOptions{}, EngineOptions{}.max_seqs);
+  ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+  std::shared_ptr<spec::DFlashDrafter> drafter = std::move(shared).value();
+  const Turns tree =
+      converse(factory_of<spec::DFlashProposer>([drafter] { return spec::DFlashProposer::create(drafter, 12); }));
+  EXPECT_EQ(tree.first.tokens, plain.first.tokens);
+  EXPECT_GT(tree.stats.moved_draft_rows, 0) << "no accepted row left the chain: the test moves nothing";
+  EXPECT_GE(tree.stats.pool.hit_tokens, static_cast<int64_t>(prompt.size() + 128))
+      << "the answer's pages should come from the cache";
+  EXPECT_EQ(tree.stats.pool.hit_tokens, plain.stats.pool.hit_tokens);
+  EXPECT_EQ(tree.second.tokens, plain.second.tokens);
+}
+
 // A running request cancelled in a step gives its drafter slot back before that step admits the next: with one
 // slot, the next request (sharing the prefix) still adopts the cached context and takes its prefix from the
 // engine's cache.
