@@ -137,13 +137,15 @@ Result<bool> Engine::step() {
   // Sequences the scheduler ended (cancelled, or drained at shutdown) get their on_done even when scheduling
   // then failed.
   const Status scheduled = shutting_down ? Status() : scheduler_.schedule(&batch_, &finished);
+  // Published before any callback runs, here and below: a client that sees its request end and then reads
+  // the server's metrics finds its slot free.
+  publish_stats();
   for (auto& s : finished) {
     s->result.finish = shutting_down ? FinishReason::kShutdown : FinishReason::kCancelled;
     GenerateResult r = s->result;
     finish(std::move(s), std::move(r));
   }
   SAKER_RETURN_IF_ERROR(scheduled);
-  publish_stats();
   if (batch_.empty()) return !finished.empty();
 
   bool need_logits = !options_.device_argmax;
@@ -170,11 +172,13 @@ Result<bool> Engine::step() {
   step_tokens_ += batch_.n_tokens();
   if (!st.ok()) {
     SAKER_LOG_WARN("engine step of {} tokens failed: {}", batch_.n_tokens(), st.to_string());
+    std::vector<std::unique_ptr<Sequence>> failed;
     for (const BatchSegment& g : batch_.segments) {
-      if (auto s = scheduler_.retire(g.seq)) finish(std::move(s), st);
+      if (auto s = scheduler_.retire(g.seq)) failed.push_back(std::move(s));
     }
     batch_.clear();
     publish_stats();
+    for (auto& s : failed) finish(std::move(s), st);
     return true;
   }
   postprocess(out);
@@ -239,9 +243,12 @@ void Engine::postprocess(StepOutput& out) {
     }
   }
   batch_.clear();
+  std::vector<std::unique_ptr<Sequence>> done;
   for (Sequence* s : over) {
-    std::unique_ptr<Sequence> owned = scheduler_.retire(s);
-    if (!owned) continue;
+    if (std::unique_ptr<Sequence> owned = scheduler_.retire(s)) done.push_back(std::move(owned));
+  }
+  if (!done.empty()) publish_stats();  // before the callbacks (see step())
+  for (auto& owned : done) {
     GenerateResult r = owned->result;
     finish(std::move(owned), std::move(r));
   }
