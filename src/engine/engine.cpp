@@ -260,9 +260,11 @@ void Engine::move_accepted_rows(std::vector<Sequence*>* over) {
   seqs.reserve(tree_moves_.size());
   for (const TreeMoves& m : tree_moves_) seqs.push_back({m.seq->pages, m.from, m.to});
   if (const Status st = pool_->storage().copy_slots(seqs); !st.ok()) {
-    // Their pages stay out of the prefix cache: they do not hold what their tokens say.
+    // Their pages stay out of the prefix cache: they do not hold what their tokens say. A request the step
+    // finished keeps its finish reason (every token is out); the others cannot go on.
     SAKER_LOG_WARN("moving accepted draft rows failed: {}", st.to_string());
     for (const TreeMoves& m : tree_moves_) {
+      if (!m.going) continue;
       m.seq->result.finish = FinishReason::kCancelled;
       if (std::find(over->begin(), over->end(), m.seq) == over->end()) over->push_back(m.seq);
     }
@@ -330,7 +332,7 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   // step is verified (nothing reads them before; their pages join the prefix cache after the move); their
   // taps to the proposer. Also when the generation is over, as a plain decoding step keeps its last row: the
   // prefix cache then holds the whole answer for a conversation's next turn.
-  TreeMoves moves{&s, {}, {}};
+  TreeMoves moves{&s, {}, {}, going};
   for (int64_t k = 0; k < n_commit; ++k) {
     if (path[k] == k) continue;  // in place (a chain's rows always are)
     moves.from.push_back(static_cast<int32_t>(g.first + path[k]));
@@ -342,7 +344,12 @@ Result<bool> Engine::verify(const BatchSegment& g, StepOutput& out) {
   } else {
     tree_moves_.push_back(std::move(moves));
   }
-  SAKER_RETURN_IF_ERROR(s.proposer->add_context(g.first, out.tap_rows(g.batch_begin, n_commit, path)));
+  if (const Status st = s.proposer->add_context(g.first, out.tap_rows(g.batch_begin, n_commit, path)); !st.ok()) {
+    if (going) return st;
+    // Every token of a finished request is out already: it keeps its finish reason.
+    SAKER_LOG_WARN("drafter context of a finished request: {}", st.to_string());
+    return false;
+  }
   if (pool_->options().prefix_cache) s.proposer->commit_context(s.tokens);
   return going;
 }

@@ -144,6 +144,7 @@ class Engine {
   struct TreeMoves {
     Sequence* seq;
     std::vector<int32_t> from, to;
+    bool going = true;  // false: the step ended the generation (a failed move then only skips the cache)
   };
   std::vector<TreeMoves> tree_moves_;
 

@@ -179,7 +179,7 @@ TEST(CudaMatmulKq, RowsAreWidthInvariantUpTo64) {
             << dtype_name(sh.type) << ": " << rows << " rows with misaligned x differ from the aligned call";
       }
     }
-    for (int64_t rows : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63}) {
+    for (int64_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63}) {  // 4 | 5: kL1MaxRows
       for (int64_t first : {int64_t{0}, kRows - rows, (kRows - rows) / 2}) {
         const std::vector<float> got = run(first, rows);
         for (int64_t t = 0; t < rows; ++t) {

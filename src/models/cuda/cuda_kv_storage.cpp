@@ -98,11 +98,17 @@ Status CudaKvStorage::copy_slots(std::span<const SlotMoves> seqs) {
   const cuda::ScopedDevice on(device_);
   const size_t move_bytes = moves_.size() * sizeof(int64_t), group_bytes = groups_.size() * sizeof(int32_t);
   if (move_bytes + group_bytes > moves_dev_bytes_) {
-    if (moves_dev_) SAKER_CUDA_RETURN_IF_ERROR(cudaFree(moves_dev_));
+    void* old = moves_dev_;
     moves_dev_ = nullptr;
     moves_dev_bytes_ = 0;
+    if (old) SAKER_CUDA_RETURN_IF_ERROR(cudaFree(old));
     const size_t want = 2 * (move_bytes + group_bytes);
-    SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&moves_dev_, want));
+    if (const cudaError_t e = cudaMalloc(&moves_dev_, want); e != cudaSuccess) {
+      cudaGetLastError();  // not sticky: the decoder's next error check must not find it
+      moves_dev_ = nullptr;
+      return make_error(StatusCode::kOutOfRange, "GPU memory: cannot allocate {} bytes for the KV row moves: {}", want,
+                        cudaGetErrorString(e));
+    }
     moves_dev_bytes_ = want;
   }
   auto* moves_dev = static_cast<int64_t*>(moves_dev_);
