@@ -18,6 +18,7 @@
 #include "cli/bench_prompts.h"
 #include "cli/bench_stats.h"
 #include "cli/commands.h"
+#include "cli/device_args.h"
 #include "cli/model_loading.h"
 #include "core/clock.h"
 #include "core/env.h"
@@ -31,8 +32,7 @@ namespace {
 
 struct BenchArgs {
   std::string model;
-  std::string device = "auto";
-  int tensor_parallel = 1;
+  DeviceArgs dev;  // --device, --tensor-parallel, --no-cuda-graphs, --batch-invariant (no --ref-ops)
   std::vector<int64_t> prefill = {512, 2048, 8192};
   std::vector<int64_t> decode_ctx = {0, 4096};
   int64_t n_decode = 128;
@@ -44,8 +44,6 @@ struct BenchArgs {
   double bandwidth_gbs = 0;  // 0: the device's default (GPU) or a measurement (CPU)
   double tflops = 0;
   int64_t batch_tokens = 2048;
-  bool no_graphs = false;
-  bool batch_invariant = false;
   EngineBenchArgs engine;  // used when engine.concurrency is not empty
   int64_t prefix_reuse = 0;  // > 0: the prefix cache's warm vs cold time to first token with a prefix this long
   std::string spec;          // "replay:L[,L...]": the engine test replays each level at these acceptances
@@ -163,11 +161,8 @@ std::string first_gpu_name() {
 
 // The bench's batch size and graph switch.
 OpsOptions bench_ops(const BenchArgs& a) {
-  OpsOptions ops;
+  OpsOptions ops = a.dev.ops();
   ops.max_batch_tokens = a.batch_tokens;
-  ops.cuda_graphs = !a.no_graphs;
-  ops.batch_invariant = a.batch_invariant;
-  ops.tensor_parallel = a.tensor_parallel;
   return ops;
 }
 
@@ -186,7 +181,7 @@ nlohmann::json bench_options_json(const BenchArgs& a) {
 }
 
 // The model on the asked device, with bench_ops.
-Result<LoadedModel> load_bench_model(const BenchArgs& a) { return load_model_on(a.model, bench_ops(a), a.device); }
+Result<LoadedModel> load_bench_model(const BenchArgs& a) { return load_model_on(a.model, bench_ops(a), a.dev.device); }
 
 // The real-prompt test: the prompts plain and speculating at each concurrency (cli/bench_prompts.h).
 int run_prompts(const BenchArgs& a) {
@@ -410,12 +405,7 @@ Command make_bench_command() {
         CLI::App* s = app.add_subcommand("bench", "Measure prefill, decode and verify speed against the roofline");
         *sub = s;
         s->add_option("-m,--model", a->model, "Model: a .gguf file or a Hugging Face folder")->required();
-        s->add_option("--device", a->device, "cpu, cuda or auto")->capture_default_str();
-        s->add_option("--tensor-parallel", a->tensor_parallel,
-                      "Split the model over N tensor-parallel ranks (--device cpu: N in-process CPU ranks, each on "
-                      "about 1/N of the threads)")
-            ->check(CLI::Range(1, 64))
-            ->capture_default_str();
+        add_device_options(s, &a->dev, /*offer_ref_ops=*/false);
         s->add_option("-p,--prefill", a->prefill, "Prefill lengths (tokens)")->delimiter(',')->capture_default_str();
         s->add_option("--decode-ctx", a->decode_ctx, "Contexts to decode at")->delimiter(',')->capture_default_str();
         s->add_option("-n,--n-decode", a->n_decode, "Tokens per decode run")->capture_default_str();
@@ -429,9 +419,6 @@ Command make_bench_command() {
         s->add_option("--tflops", a->tflops,
                       "Matrix rate ceiling in TFLOP/s (default: the H200's 800 on a GPU, measured on a CPU)");
         s->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward (prefill chunks)")->capture_default_str();
-        s->add_flag("--no-cuda-graphs", a->no_graphs, "Launch decode steps one kernel at a time");
-        s->add_flag("--batch-invariant", a->batch_invariant,
-                    kBatchInvariantHelp);
         s->add_option("--concurrency", a->engine.concurrency,
                       "Batching engine test instead of the single-sequence ones: for each N, N requests of "
                       "--prompt-tokens random tokens generating --gen-tokens each, all at once (table and the "

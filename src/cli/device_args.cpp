@@ -14,8 +14,9 @@ OpsOptions DeviceArgs::ops() const {
   return o;
 }
 
-void add_device_options(CLI::App* s, DeviceArgs* d) {
-  s->add_flag("--ref-ops", d->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
+void add_device_options(CLI::App* s, DeviceArgs* d, bool offer_ref_ops) {
+  if (offer_ref_ops)
+    s->add_flag("--ref-ops", d->ref_ops, "Use the reference ops only (slow; to tell kernel bugs apart)");
   s->add_option("--device", d->device, "cpu, cuda or auto (the GPU when one is usable)")->capture_default_str();
   s->add_option("--tensor-parallel", d->tensor_parallel,
                 "Split the model over N tensor-parallel ranks (--device cpu: N in-process CPU ranks, each on "

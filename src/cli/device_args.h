@@ -1,6 +1,6 @@
 #pragma once
-// The flags that choose where and how a model runs, shared by `saker run` and `saker serve`: --device,
-// --tensor-parallel, --ref-ops, --no-cuda-graphs, --batch-invariant.
+// The flags that choose where and how a model runs, shared by `saker run`, `saker serve` and `saker bench`:
+// --device, --tensor-parallel, --ref-ops (not bench's), --no-cuda-graphs, --batch-invariant.
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +20,7 @@ struct DeviceArgs {
   OpsOptions ops() const;
 };
 
-void add_device_options(CLI::App* s, DeviceArgs* d);
+// offer_ref_ops false: no --ref-ops (bench measures the fast kernels only; d->ref_ops stays false).
+void add_device_options(CLI::App* s, DeviceArgs* d, bool offer_ref_ops = true);
 
 }  // namespace saker::cli
