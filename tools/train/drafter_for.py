@@ -301,7 +301,7 @@ def main(argv=None):
 
     # 3. drafter data
     check_budget(a, deadline - time.time(), time.time() - T_START)
-    budget = max(10.0, deadline - time.time() - (30 if a.smoke else 90))
+    budget = max(10.0, deadline - time.time() - (30 if a.smoke else DATA_RESERVE_S))
     temps = [float(x) for x in a.gen_temps.split(",")]
     t = time.time()
     ddata = dflash.generate_data(model, stream, prompt_len=a.gen_prompt, new_tokens=a.gen_new, batch=a.gen_batch,
@@ -313,7 +313,7 @@ def main(argv=None):
     taps = dflash.choose_taps(a.draft_tap_ids, n_layers, a.draft_taps)
     dcfg = dflash.make_config(cfg, a.draft_layers, a.block, mask_id, taps)
     t = time.time()
-    accept_reserve = 15 if a.smoke else 60
+    accept_reserve = 15 if a.smoke else ACCEPT_RESERVE_S
     train_budget = max(5.0, deadline - time.time() - accept_reserve)
     drafter, dstats = train_drafter(a, dcfg, model, ddata, temps, amp, train_budget, log)
     times["drafter_train_s"] = round(time.time() - t, 1)
