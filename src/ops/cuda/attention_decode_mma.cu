@@ -151,6 +151,13 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
       // thread that the others are done with tile it - 1 (its stage, P and the partial maxima).
       cp_async_wait<kStages - 2>();
       __syncthreads();
+      {  // Tile it + kStages - 1 into the stage tile it - 1 used (everyone is past it: the barrier above), in
+         // flight while this tile's scores and values are computed.
+        const int32_t kn = k0 + (kStages - 1) * kKeys;
+        __half* st = kv + 2 * ((it + kStages - 1) % kStages) * G::kKv;
+        if (kn < ke) load_kv<D, kKeys, kThreads, KvRows<D>>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv, &tail);
+        cp_async_commit();
+      }
       const __half* ks = kv + 2 * (it % kStages) * G::kKv;
       const __half* vs = ks + G::kKv;
 
@@ -194,12 +201,6 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
         }
       }
       __syncthreads();
-      {  // Tile it + kStages - 1 into the stage tile it - 1 used (everyone is past it: see the barrier above).
-        const int32_t kn = k0 + (kStages - 1) * kKeys;
-        __half* st = kv + 2 * ((it + kStages - 1) % kStages) * G::kKv;
-        if (kn < ke) load_kv<D, kKeys, kThreads, KvRows<D>>(a, seq, g, kn, pass_lo, ke, st, st + G::kKv, &tail);
-        cp_async_commit();
-      }
 
       // Probabilities against the new running maxima (f16 into ps), this warp's partial row sums.
       float fac[MT][2];

@@ -297,13 +297,12 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   for (int i = 0; i < my_blocks; ++i) {
     cp_async_wait<S - 2>();  // block i has landed (this lane's pieces)
-    __syncwarp();            // and every lane's
+    __syncwarp();            // and every lane's; every lane is also done with block i - 1's stage
+    issue();                 // block i + S - 1 into that stage, in flight while block i is computed
     const int64_t b = stream + KS * i;
     const uint8_t* st = ring + (i % S) * kTileBytes;
     const int at0 = kq_f16::stage_at(lo0 + b * F::kBlockBytes), at1 = kq_f16::stage_at(lo1 + b * F::kBlockBytes);
     F::template block<NT, kXf32>(st + g * F::kRowStride, at0, st + (g + 8) * F::kRowStride, at1, xr, xok, b, t, acc);
-    __syncwarp();  // every lane is done with the stage before it is refilled
-    issue();
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with its ring: reuse it for the reduction

@@ -483,7 +483,11 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
     }
     for (int i = 0; i < my_blocks; ++i, ++item) {
       cp_async_wait<kStages - 2>();
-      __syncwarp();
+      __syncwarp();  // every lane's copies of this block have landed, and every lane is done with block i - 1
+      // The next copy goes out before this block's arithmetic, into the stage block i - 1 used, so that it
+      // overlaps the arithmetic (issued after it, as before, a warp of two stages had no copy in flight
+      // while it computed: the MMAs and the next block's DRAM latency took turns).
+      issue();
       const int b = warp + kKqWarps * i;
       const uint8_t* st = stages + (item % kStages) * kStage;
       const uintptr_t boff = static_cast<uintptr_t>(b) * F::kBlockBytes;
@@ -514,8 +518,6 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[nt][e] = kq::fadd(acc[nt][e], v[nt][e]);
       }
-      __syncwarp();  // every lane is done with the stage before it is refilled
-      issue();
     }
 
     // The streams meet in the canonical tree ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) (kq_canon.h):
