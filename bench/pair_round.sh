@@ -16,9 +16,9 @@
 # Run from the repository root:
 #   PAIR_TARGET=1.5b.gguf PAIR_DRAFT=0.5b.gguf PAIR_RUN=DIR [LLAMA_BUILD=DIR] bench/pair_round.sh BIN_DIR OUT_DIR PART
 # BIN_DIR: saker and lib/ (bench/collect_gpu_bins.sh); LLAMA_BUILD: a llama.cpp build holding bin/llama-server
-# (bench/llama_cpp_suite.sh build). PAIR_DEVICE (cuda), PAIR_GEN (256), PAIR_PROMPTS (all of each set) and
-# PAIR_SETS ("code prose") shrink a run, e.g. to try the round on a CPU. PART all runs saker and serve; train runs
-# only when named. Each part ends with its table.
+# (bench/llama_cpp_suite.sh build). PAIR_DEVICE (cuda), PAIR_GEN (256), PAIR_PROMPTS (all of each set), PAIR_SETS
+# ("code prose") and PAIR_REPS (2: saker bench's runs of each mode) shrink a run, e.g. to try the round on a CPU.
+# PART all runs saker and serve; train runs only when named. Each part ends with its table.
 source "$(dirname "$0")/round_common.sh"
 TARGET=${PAIR_TARGET:?PAIR_TARGET: the target GGUF}
 DRAFT=${PAIR_DRAFT:?PAIR_DRAFT: the draft model GGUF}
@@ -26,6 +26,7 @@ RUN=${PAIR_RUN:?PAIR_RUN: the drafter run folder}
 DEVICE=${PAIR_DEVICE:-cuda}
 GEN=${PAIR_GEN:-256}
 TREE=${PAIR_TREE:-16}
+REPS=${PAIR_REPS:-2}  # saker bench -r: each proposer's plain and speculative runs (5 took 70 s a mode for 32 x 256)
 SETS=${PAIR_SETS:-code prose}
 
 if [ "$PART" = train ]; then  # only when named: it takes minutes
@@ -58,8 +59,8 @@ if want saker; then
         tree) args=(--drafter "$RUN/drafter" --draft-tree "$TREE") ;;
       esac
       name=bench-$set-$proposer
-      timeout 400 "$BIN/saker" bench -m "$TARGET" --device "$DEVICE" --prompts "$P" --gen-tokens "$GEN" "${args[@]}" \
-        --json "$OUT/$name.json" > "$OUT/$name.txt" 2> "$OUT/$name.log"
+      timeout 400 "$BIN/saker" bench -m "$TARGET" --device "$DEVICE" --prompts "$P" --gen-tokens "$GEN" -r "$REPS" \
+        "${args[@]}" --json "$OUT/$name.json" > "$OUT/$name.txt" 2> "$OUT/$name.log"
       echo "saker bench $set $proposer: rc=$?"
     done
   done

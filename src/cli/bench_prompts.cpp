@@ -21,6 +21,7 @@ using Clock = std::chrono::steady_clock;
 struct Run {
   double wall_s = 0, tps = 0, stream_tps = 0;
   int64_t generated = 0;
+  int64_t generated_all_runs = 0;  // measure(): every counted run's tokens (the drafts are merged over them)
   DraftStats drafts;
   std::vector<std::vector<int32_t>> outputs;
 };
@@ -114,7 +115,11 @@ Result<Run> measure(Model& model, const text::Tokenizer* tokenizer, const std::v
   out.tps = median_of(tps);
   out.stream_tps = median_of(stream);
   out.drafts = DraftStats{};
-  for (const Run& r : runs) out.drafts.merge(r.drafts);
+  out.generated_all_runs = 0;
+  for (const Run& r : runs) {
+    out.drafts.merge(r.drafts);
+    out.generated_all_runs += r.generated;
+  }
   return out;
 }
 
@@ -191,7 +196,7 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
   nlohmann::json rows = nlohmann::json::array();
   std::string table =
       "| N | proposer | requests x tokens | wall s | tok/s | stream tok/s (median) | x plain | tokens / verify step | "
-      "same tokens as plain |\n|---|---|---|---|---|---|---|---|---|\n";
+      "same tokens as plain | tokens from verify steps |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (int64_t n : a.concurrency) {
     if (n < 1) return make_error(StatusCode::kInvalidArgument, "--concurrency values must be >= 1");
     EngineOptions eo;
@@ -204,7 +209,7 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
     SAKER_ASSIGN_OR_RETURN(Run plain, measure(model, lm.tokenizer.get(), prompts, a, eo));
     fmt::print(stderr, "  N={:<4} plain: {:.1f} tok/s, {:.1f} tok/s per stream\n", n, plain.tps, plain.stream_tps);
     const std::string shape = fmt::format("{} x {}", prompts.size(), a.gen_tokens);
-    table += fmt::format("| {} | none | {} | {:.2f} | {:.1f} | {:.1f} | 1.00 | - | - |\n", n, shape, plain.wall_s,
+    table += fmt::format("| {} | none | {} | {:.2f} | {:.1f} | {:.1f} | 1.00 | - | - | - |\n", n, shape, plain.wall_s,
                          plain.tps, plain.stream_tps);
     nlohmann::json row = {{"concurrency", n},
                           {"prompts", prompts.size()},
@@ -218,11 +223,19 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
       SAKER_ASSIGN_OR_RETURN(Run spec, measure(model, lm.tokenizer.get(), prompts, a, eo));
       int64_t same = 0;
       for (size_t i = 0; i < prompts.size(); ++i) same += spec.outputs[i] == plain.outputs[i];
-      fmt::print(stderr, "  N={:<4} {}: {:.1f} tok/s ({:.2f}x), {:.1f} per stream, {:.2f} tokens per verify step\n", n,
-                 proposer, spec.tps, spec.tps / plain.tps, spec.stream_tps, spec.drafts.mean_accepted_length());
-      table += fmt::format("| {} | {} | {} | {:.2f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {} of {} |\n", n, proposer,
-                           shape, spec.wall_s, spec.tps, spec.stream_tps, spec.tps / plain.tps,
-                           spec.drafts.mean_accepted_length(), same, prompts.size());
+      // The share of generated tokens that verify steps committed: under the cost policy a proposer may draft in
+      // few steps, and its tokens per verify step then describe those steps only.
+      const double verified_share = spec.generated_all_runs > 0 ? static_cast<double>(spec.drafts.committed_tokens) /
+                                                                      static_cast<double>(spec.generated_all_runs)
+                                                                : 0.0;
+      fmt::print(stderr,
+                 "  N={:<4} {}: {:.1f} tok/s ({:.2f}x), {:.1f} per stream, {:.2f} tokens per verify step, {:.1f}% of "
+                 "tokens from verify steps\n",
+                 n, proposer, spec.tps, spec.tps / plain.tps, spec.stream_tps, spec.drafts.mean_accepted_length(),
+                 100.0 * verified_share);
+      table += fmt::format("| {} | {} | {} | {:.2f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {:.1f}% |\n", n,
+                           proposer, shape, spec.wall_s, spec.tps, spec.stream_tps, spec.tps / plain.tps,
+                           spec.drafts.mean_accepted_length(), same, prompts.size(), 100.0 * verified_share);
       row["speculative"] = {{"proposer", proposer},
                             {"wall_s", spec.wall_s},
                             {"tokens_per_s", spec.tps},
@@ -230,6 +243,7 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
                             {"relative_to_plain", spec.tps / plain.tps},
                             {"tokens_per_verify_step", spec.drafts.mean_accepted_length()},
                             {"verify_steps", spec.drafts.verify_steps},
+                            {"tokens_from_verify_steps", verified_share},
                             {"same_tokens_as_plain", same}};
     }
     rows.push_back(row);

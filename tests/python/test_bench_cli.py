@@ -139,6 +139,9 @@ def test_bench_prompts_plain_and_speculating(saker, tmp_path):
             s = r["speculative"]
             assert s["same_tokens_as_plain"] == 4, s
             assert s["verify_steps"] > 0 and s["tokens_per_verify_step"] >= 1.0, s
+            assert 0.0 < s["tokens_from_verify_steps"] < 1.0, s  # each request's first token comes from its prefill
+        if flags[0] == "--drafter":  # drafts every step (--always-speculate): all but those first tokens verified
+            assert all(r["speculative"]["tokens_from_verify_steps"] > 0.9 for r in rows), rows
         if flags[0] == "--drafter":
             assert rows[0]["speculative"]["tokens_per_verify_step"] > 1.5, rows[0]
     bad = tmp_path / "bad.json"
