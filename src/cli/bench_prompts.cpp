@@ -23,6 +23,9 @@ struct Run {
   int64_t generated = 0;
   int64_t generated_all_runs = 0;  // measure(): every counted run's tokens (the drafts are merged over them)
   DraftStats drafts;
+  // measure(): the engine's step counts and times over the counted runs: what the cost policy weighed.
+  int64_t plain_decode_steps = 0, drafting_steps = 0, undrafted_steps = 0;
+  double plain_decode_ms = 0, drafting_ms = 0;
   std::vector<std::vector<int32_t>> outputs;
 };
 
@@ -90,6 +93,8 @@ Result<Run> run_all(Engine& engine, const std::vector<std::vector<int32_t>>& pro
   return run;
 }
 
+double per_step_ms(double ms, int64_t steps) { return steps > 0 ? ms / static_cast<double>(steps) : 0.0; }
+
 // -r runs on one engine (after a short warm-up request), the medians, the last run's outputs.
 Result<Run> measure(Model& model, const text::Tokenizer* tokenizer, const std::vector<std::vector<int32_t>>& prompts,
                     const PromptBenchArgs& a, const EngineOptions& eo) {
@@ -99,6 +104,7 @@ Result<Run> measure(Model& model, const text::Tokenizer* tokenizer, const std::v
     const std::vector<std::vector<int32_t>> warm = {prompts.front()};
     SAKER_RETURN_IF_ERROR(run_all(**engine, warm, std::min<int64_t>(8, a.gen_tokens)).status());
   }
+  const EngineStats before = (*engine)->stats();
   std::vector<Run> runs;
   for (int i = 0; i < a.reps; ++i) {
     SAKER_ASSIGN_OR_RETURN(Run r, run_all(**engine, prompts, a.gen_tokens));
@@ -120,6 +126,12 @@ Result<Run> measure(Model& model, const text::Tokenizer* tokenizer, const std::v
     out.drafts.merge(r.drafts);
     out.generated_all_runs += r.generated;
   }
+  const EngineStats after = (*engine)->stats();
+  out.plain_decode_steps = after.plain_decode_steps - before.plain_decode_steps;
+  out.drafting_steps = after.drafting_steps - before.drafting_steps;
+  out.undrafted_steps = after.undrafted_steps - before.undrafted_steps;
+  out.plain_decode_ms = after.plain_decode_ms - before.plain_decode_ms;
+  out.drafting_ms = after.drafting_ms - before.drafting_ms;
   return out;
 }
 
@@ -214,8 +226,12 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
     nlohmann::json row = {{"concurrency", n},
                           {"prompts", prompts.size()},
                           {"gen_tokens", a.gen_tokens},
-                          {"plain", {{"wall_s", plain.wall_s}, {"tokens_per_s", plain.tps},
-                                     {"stream_tokens_per_s", plain.stream_tps}}}};
+                          {"plain",
+                           {{"wall_s", plain.wall_s},
+                            {"tokens_per_s", plain.tps},
+                            {"stream_tokens_per_s", plain.stream_tps},
+                            {"decode_steps", plain.plain_decode_steps},
+                            {"decode_step_ms", per_step_ms(plain.plain_decode_ms, plain.plain_decode_steps)}}}};
     if (maker) {
       SAKER_ASSIGN_OR_RETURN(eo.proposer, maker(eo.n_ctx, eo.max_seqs));
       eo.adaptive_drafts = !a.spec.fixed_draft;
@@ -230,9 +246,12 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
                                                                 : 0.0;
       fmt::print(stderr,
                  "  N={:<4} {}: {:.1f} tok/s ({:.2f}x), {:.1f} per stream, {:.2f} tokens per verify step, {:.1f}% of "
-                 "tokens from verify steps\n",
+                 "tokens from verify steps; steps with drafts {:.2f} ms ({}), without {:.2f} ms ({}, {} held back "
+                 "by the cost policy)\n",
                  n, proposer, spec.tps, spec.tps / plain.tps, spec.stream_tps, spec.drafts.mean_accepted_length(),
-                 100.0 * verified_share);
+                 100.0 * verified_share, per_step_ms(spec.drafting_ms, spec.drafting_steps), spec.drafting_steps,
+                 per_step_ms(spec.plain_decode_ms, spec.plain_decode_steps), spec.plain_decode_steps,
+                 spec.undrafted_steps);
       table += fmt::format("| {} | {} | {} | {:.2f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {:.1f}% |\n", n,
                            proposer, shape, spec.wall_s, spec.tps, spec.stream_tps, spec.tps / plain.tps,
                            spec.drafts.mean_accepted_length(), same, prompts.size(), 100.0 * verified_share);
@@ -244,6 +263,14 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
                             {"tokens_per_verify_step", spec.drafts.mean_accepted_length()},
                             {"verify_steps", spec.drafts.verify_steps},
                             {"tokens_from_verify_steps", verified_share},
+                            // What the cost policy weighed, over the counted runs: decode-only steps and steps
+                            // with drafts (their mean wall time, proposer and verify walk included), and the
+                            // steps in which it held drafts back.
+                            {"plain_decode_steps", spec.plain_decode_steps},
+                            {"plain_decode_step_ms", per_step_ms(spec.plain_decode_ms, spec.plain_decode_steps)},
+                            {"drafting_steps", spec.drafting_steps},
+                            {"drafting_step_ms", per_step_ms(spec.drafting_ms, spec.drafting_steps)},
+                            {"undrafted_steps", spec.undrafted_steps},
                             {"same_tokens_as_plain", same}};
     }
     rows.push_back(row);

@@ -140,6 +140,8 @@ def test_bench_prompts_plain_and_speculating(saker, tmp_path):
             assert s["same_tokens_as_plain"] == 4, s
             assert s["verify_steps"] > 0 and s["tokens_per_verify_step"] >= 1.0, s
             assert 0.0 < s["tokens_from_verify_steps"] < 1.0, s  # each request's first token comes from its prefill
+            assert s["drafting_steps"] > 0 and s["drafting_step_ms"] > 0, s  # what the cost policy weighs
+            assert s["undrafted_steps"] == 0, s  # --always-speculate: the policy holds nothing back
         if flags[0] == "--drafter":  # drafts every step (--always-speculate): all but those first tokens verified
             assert all(r["speculative"]["tokens_from_verify_steps"] > 0.9 for r in rows), rows
         if flags[0] == "--drafter":
