@@ -56,7 +56,7 @@ cli_greedy() {
     summary+=("saker run greedy cpu==cuda on $(basename "$m"): NO (cpu '$c' cuda '$g')"); fi
 }
 if [ "$WHAT" = tests ] || [ "$WHAT" = all ]; then
-  for m in tests/data/golden/qwen3-tied tests/data/golden/qwen3-untied; do cli_greedy "$m"; done
+  for m in tests/data/golden/qwen3-tied tests/data/golden/qwen3-untied tests/data/golden/qwen2-tied; do cli_greedy "$m"; done
 fi
 
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then

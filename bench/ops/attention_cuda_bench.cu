@@ -252,8 +252,8 @@ std::vector<Row> run_layer_ops(Timer& timer, bool quick) {
       });
       rows.push_back({"norm_rope q+k, kv_write (3 ops)" + tn, ms * 1e3, gbs(bytes, ms)});
       ms = timer.median_ms([&] {
-        CHECK_OK(cuda::qk_norm_rope_kv_write(qkv, qkv_stride, kHeads, kKvHeads, kHeadDim, w, w, 1e-6f, false, pos, rc,
-                                             kc, vc, db, nullptr));
+        CHECK_OK(cuda::qk_norm_rope_kv_write(qkv, qkv_stride, kHeads, kKvHeads, kHeadDim, nullptr, w, w, 1e-6f, false,
+                                             pos, rc, kc, vc, db, nullptr));
       });
       rows.push_back({"qk_norm_rope_kv_write fused" + tn, ms * 1e3, gbs(bytes, ms)});
       cudaFree(kc);

@@ -177,8 +177,8 @@ Status DenseDecoderModel::body(const ForwardBatch& batch) {
     // Attention block: x += [post_norm] Wo attn(rope(norm(q)), rope(norm(k)), v), q|k|v from one matmul.
     SAKER_RETURN_IF_ERROR(b.norm_matmul(x, *L.attn_norm, h.rms_eps, hb, *L.qkv, qkv, false));
     b.trace(hb, "attn_norm", li);
-    if (L.qkv_bias) SAKER_RETURN_IF_ERROR(b.add_row_bias(qkv, *L.qkv_bias));  // qwen2: before any norm or RoPE
-    SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, spec, L.q_norm, L.k_norm, h.rms_eps,
+    // qwen2's projection bias goes in first, before any norm or RoPE (L.qkv_bias null elsewhere).
+    SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, L.qkv_bias, spec, L.q_norm, L.k_norm, h.rms_eps,
                                                   local ? rope_local_ : rope_global_, li));
     SAKER_RETURN_IF_ERROR(b.attention(qkv.columns(0, local_.q_dim()), li, spec, attn));
     b.trace(attn, "attn_out", li, local_.n_head);

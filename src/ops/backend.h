@@ -211,13 +211,14 @@ class OpBackend {
     if (Status s = rms_norm(x, norm, eps, normed); !s.ok()) return s;
     return matmul(w, normed, out, accumulate);
   }
-  virtual Status add_row_bias(const Act& x, const PreparedVector& bias) = 0;  // x [rows, n] += bias [n]
   virtual Status add(const Act& a, const Act& b, const Act& out) = 0;          // contiguous, same shape
-  // qkv [T, (n_head + 2 n_head_kv) head_dim]: optional per-head RMSNorm of q and k (norms null: none), RoPE of
-  // q and k at the step's positions, then k and v into layer `layer`'s KV pages at the step's slots. n_head 0:
-  // rows of k|v only (a drafter's context rows, which never query).
-  virtual Status qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
-                                       const PreparedVector* k_norm, float eps, const RopeSpec& rope, int layer) = 0;
+  // qkv [T, (n_head + 2 n_head_kv) head_dim]: the projection's row bias added to every row (qkv_bias null: none;
+  // qwen2), optional per-head RMSNorm of q and k (norms null: none), RoPE of q and k at the step's positions,
+  // then k and v into layer `layer`'s KV pages at the step's slots. n_head 0: rows of k|v only (a drafter's
+  // context rows, which never query). One op, so a backend does all of it in one pass over the rows.
+  virtual Status qk_norm_rope_kv_write(const Act& qkv, const PreparedVector* qkv_bias, const AttentionSpec& a,
+                                       const PreparedVector* q_norm, const PreparedVector* k_norm, float eps,
+                                       const RopeSpec& rope, int layer) = 0;
   // q [T, n_head head_dim] (rows may be strided), out [T, n_head head_dim] contiguous.
   virtual Status attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) = 0;
   // out [T, n] = act(gate) * up; gate, up [T, n] with the same stride (halves of one gate|up row).

@@ -192,7 +192,7 @@ Status DFlashDrafter::context_body() {
     const Layer& L = layers_[l];
     SAKER_RETURN_IF_ERROR(b.matmul(*L.kv, ctx, kv, false));
     SAKER_RETURN_IF_ERROR(
-        b.qk_norm_rope_kv_write(kv, attn_kv_only_, nullptr, L.k_norm, eps, rope_, static_cast<int>(l)));
+        b.qk_norm_rope_kv_write(kv, nullptr, attn_kv_only_, nullptr, L.k_norm, eps, rope_, static_cast<int>(l)));
   }
   return {};
 }
@@ -211,7 +211,7 @@ Status DFlashDrafter::block_body() {
     // h += o_proj(attention(q, [context K/V, the block's own K/V])), all from norm(h); the block's K/V land in
     // its slots first, so every row sees the whole block.
     SAKER_RETURN_IF_ERROR(b.norm_matmul(h, *L.input_norm, eps, hn, *L.qkv, qkv, false));
-    SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, attn_, L.q_norm, L.k_norm, eps, rope_, li));
+    SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, nullptr, attn_, L.q_norm, L.k_norm, eps, rope_, li));
     SAKER_RETURN_IF_ERROR(b.attention(qkv.columns(0, c.q_dim()), li, attn_, attn));
     SAKER_RETURN_IF_ERROR(b.matmul(*L.wo, attn, h, /*accumulate=*/true));
     // h += down(silu(gate) * up), from post_attn_norm(h).

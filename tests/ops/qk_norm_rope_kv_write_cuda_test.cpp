@@ -1,6 +1,6 @@
-// The fused q/k norm + RoPE + KV cache write against the ref ops run one after the other: per-head
-// rms_norm, rope on q and k, then kv_write into f16 caches. q and k (f32, in the fused row) must agree to
-// f32 rounding; the caches to within an f16 rounding step (v exactly: its input is untouched).
+// The fused bias + q/k norm + RoPE + KV cache write against the ref ops run one after the other: add_row_bias
+// (qwen2), per-head rms_norm, rope on q and k, then kv_write into f16 caches. q and k (f32, in the fused row) must
+// agree to f32 rounding; the caches to within an f16 rounding step (v exactly: its input is untouched).
 #include <cstring>
 #include <random>
 #include <string>
@@ -8,6 +8,7 @@
 #include "core/half.h"
 #include "ops/cuda/qk_norm_rope_kv_write.h"
 #include "ops/cuda_test_util.h"
+#include "ops/ref/add.h"
 #include "ops/ref/kv_write.h"
 #include "ops/ref/rms_norm.h"
 #include "ops/ref/rope.h"
@@ -32,10 +33,10 @@ std::vector<float> widen(const std::vector<uint16_t>& h) {
 }
 
 void run_case(const std::vector<testing::SeqSpec>& specs, int32_t H, int32_t KV, int32_t D, bool neox, int32_t n_rot,
-              int variant, uint32_t seed) {
+              int variant, uint32_t seed, bool with_bias = false) {
   const std::string what = "H " + std::to_string(H) + " KV " + std::to_string(KV) + " D " + std::to_string(D) +
                            " neox " + std::to_string(neox) + " n_rot " + std::to_string(n_rot) + " variant " +
-                           std::to_string(variant);
+                           std::to_string(variant) + " bias " + std::to_string(with_bias);
   const BuiltBatch b = testing::build_batch(specs, 16, seed, true);
   const AttentionBatch batch = b.batch();
   ASSERT_TRUE(batch.validate(b.n_blocks, b.block_size).ok());
@@ -44,6 +45,7 @@ void run_case(const std::vector<testing::SeqSpec>& specs, int32_t H, int32_t KV,
   const int64_t stride = static_cast<int64_t>(H + 2 * KV) * D + 4;
   std::vector<float> row = normals(rng, T * stride, 1.5f);
   std::vector<float> qw = normals(rng, D, 0.3f), kw = normals(rng, D, 0.3f);
+  const std::vector<float> bias = normals(rng, static_cast<size_t>(H + 2 * KV) * D, 0.7f);
   const int64_t cache_elems = static_cast<int64_t>(b.n_blocks) * b.block_size * KV * D;
   std::vector<uint16_t> kc(cache_elems), vc(cache_elems);
   for (size_t i = 0; i < kc.size(); ++i) {
@@ -55,11 +57,13 @@ void run_case(const std::vector<testing::SeqSpec>& specs, int32_t H, int32_t KV,
   const float freq_scale = variant == 1 ? 0.25f : 1.0f;
 
   // Ref.
+  std::vector<float> biased = row;
+  if (with_bias) ref::add_row_bias(biased.data(), bias.data(), T, (H + 2 * KV) * D, stride);
   std::vector<float> q(T * H * D), k(T * KV * D), v(T * KV * D);
   for (int64_t t = 0; t < T; ++t) {
-    std::memcpy(&q[t * H * D], &row[t * stride], sizeof(float) * H * D);
-    std::memcpy(&k[t * KV * D], &row[t * stride + H * D], sizeof(float) * KV * D);
-    std::memcpy(&v[t * KV * D], &row[t * stride + (H + KV) * D], sizeof(float) * KV * D);
+    std::memcpy(&q[t * H * D], &biased[t * stride], sizeof(float) * H * D);
+    std::memcpy(&k[t * KV * D], &biased[t * stride + H * D], sizeof(float) * KV * D);
+    std::memcpy(&v[t * KV * D], &biased[t * stride + (H + KV) * D], sizeof(float) * KV * D);
   }
   const auto mode = variant == 1 ? ref::RmsNormWeight::kOnePlusScale : ref::RmsNormWeight::kScale;
   if (norm) {
@@ -91,17 +95,17 @@ void run_case(const std::vector<testing::SeqSpec>& specs, int32_t H, int32_t KV,
   db.block_size = b.block_size;
   testing::DeviceArray<int32_t> dpacked(packed), dpos(b.token_pos);
   db.data = dpacked.get();
-  testing::DeviceArray<float> drow(row), dqw(qw), dkw(kw);
+  testing::DeviceArray<float> drow(row), dqw(qw), dkw(kw), dbias(bias);
   testing::DeviceArray<uint16_t> dkc(kc), dvc(vc);
   cuda::RopeConfig rc;
   rc.neox = neox;
   rc.n_rot = n_rot;
   rc.theta_base = 1e6f;
   rc.freq_scale = freq_scale;
-  const Status s = cuda::qk_norm_rope_kv_write(drow.get(), stride, H, KV, D, norm ? dqw.get() : nullptr,
-                                               norm ? dkw.get() : nullptr, 1e-6f, variant == 1, dpos.get(), rc,
-                                               reinterpret_cast<__half*>(dkc.get()), reinterpret_cast<__half*>(dvc.get()),
-                                               db, nullptr);
+  const Status s = cuda::qk_norm_rope_kv_write(drow.get(), stride, H, KV, D, with_bias ? dbias.get() : nullptr,
+                                               norm ? dqw.get() : nullptr, norm ? dkw.get() : nullptr, 1e-6f,
+                                               variant == 1, dpos.get(), rc, reinterpret_cast<__half*>(dkc.get()),
+                                               reinterpret_cast<__half*>(dvc.get()), db, nullptr);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<float> got = drow.to_host();
@@ -109,7 +113,8 @@ void run_case(const std::vector<testing::SeqSpec>& specs, int32_t H, int32_t KV,
   for (int64_t t = 0; t < T; ++t) {
     std::memcpy(&gq[t * H * D], &got[t * stride], sizeof(float) * H * D);
     std::memcpy(&gk[t * KV * D], &got[t * stride + H * D], sizeof(float) * KV * D);
-    for (int64_t i = (H + KV) * D; i < stride; ++i) ASSERT_EQ(got[t * stride + i], row[t * stride + i]) << what;
+    // v keeps its values, biased as add_row_bias biases them (bit for bit); the row's padding is untouched.
+    for (int64_t i = (H + KV) * D; i < stride; ++i) ASSERT_EQ(got[t * stride + i], biased[t * stride + i]) << what;
   }
   EXPECT_LT(testing::nmse(gq, q), 1e-10) << what;
   EXPECT_LT(testing::nmse(gk, k), 1e-10) << what;
@@ -132,6 +137,16 @@ TEST(CudaQkNormRopeKvWrite, MatchesRefOps) {
     }
   }
   run_case({{5, 1, AttentionMask::kCausal}}, 6, 2, 256, true, 0, 0, seed++);  // odd head counts per block
+}
+
+TEST(CudaQkNormRopeKvWrite, AddsTheProjectionBiasFirst) {  // qwen2: bias, no norms, then RoPE and the cache
+  SAKER_REQUIRE_GPU();
+  uint32_t seed = 2000;
+  for (int32_t D : {64, 128}) {
+    run_case({{40, 1, AttentionMask::kCausal}, {7, 1, AttentionMask::kCausal}}, 12, 2, D, true, 0, 2, seed++, true);
+    run_case({{100, 70, AttentionMask::kCausal}}, 14, 2, D, true, 0, 2, seed++, true);
+    run_case({{9, 3, AttentionMask::kCausal}}, 8, 4, D, false, 0, 0, seed++, true);  // with norms too
+  }
 }
 
 }  // namespace

@@ -173,7 +173,7 @@ TEST(CpuBackendInput, KvOnlyRowsWriteTheSamePagesAsFullRows) {
         const float* src = qkv.data() + t * (kQ + 2 * kKv) + (heads == 0 ? kQ : 0);
         std::memcpy(rows.data + t * rows.stride, src, rows.cols * sizeof(float));
       }
-      return b.qk_norm_rope_kv_write(rows, a, heads > 0 ? *qn : nullptr, *kn, 1e-6f, rope, 0);
+      return b.qk_norm_rope_kv_write(rows, nullptr, a, heads > 0 ? *qn : nullptr, *kn, 1e-6f, rope, 0);
     };
     p.head = [](int64_t, int64_t) { return Status{}; };
     EXPECT_TRUE(b.run_step(r, p).ok());

@@ -668,16 +668,13 @@ Status CudaBackend::norm_matmul(const Act& x, const PreparedVector& norm, float 
 
 int64_t CudaBackend::invariant_rows() const { return matmul_ ? matmul_->max_kernel_rows() : 0; }
 
-Status CudaBackend::add_row_bias(const Act& x, const PreparedVector& bias) {
-  return cuda::add_row_bias(x.data, static_cast<const Vector&>(bias).data, x.rows, x.cols, x.stride, stream_);
-}
-
 Status CudaBackend::add(const Act& a, const Act& b, const Act& out) {
   return cuda::add_f32(a.data, b.data, out.data, out.rows * out.cols, stream_);
 }
 
-Status CudaBackend::qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
-                                          const PreparedVector* k_norm, float eps, const RopeSpec& spec, int layer) {
+Status CudaBackend::qk_norm_rope_kv_write(const Act& qkv, const PreparedVector* qkv_bias, const AttentionSpec& a,
+                                          const PreparedVector* q_norm, const PreparedVector* k_norm, float eps,
+                                          const RopeSpec& spec, int layer) {
   const int32_t* positions = cur_.batch.data + cur_.batch.layout.token_pos;
   cuda::RopeConfig rope;
   rope.neox = spec.style == ref::RopeStyle::kNeox;
@@ -687,12 +684,14 @@ Status CudaBackend::qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a
   rope.freq_factors = spec.freq_factors ? static_cast<const Vector*>(spec.freq_factors)->data : nullptr;
   const float* qn = q_norm ? static_cast<const Vector*>(q_norm)->data : nullptr;
   const float* kn = k_norm ? static_cast<const Vector*>(k_norm)->data : nullptr;
+  const float* bias = qkv_bias ? static_cast<const Vector*>(qkv_bias)->data : nullptr;
   const auto n_head = static_cast<int32_t>(a.n_head), n_head_kv = static_cast<int32_t>(a.n_head_kv);
   const auto head_dim = static_cast<int32_t>(a.head_dim);
-  if (!debug_env().cuda_unfused) {  // one launch: per-head norms, RoPE, K/V into the cache
-    return cuda::qk_norm_rope_kv_write(qkv.data, qkv.stride, n_head, n_head_kv, head_dim, qn, kn, eps, false,
+  if (!debug_env().cuda_unfused) {  // one launch: bias, per-head norms, RoPE, K/V into the cache
+    return cuda::qk_norm_rope_kv_write(qkv.data, qkv.stride, n_head, n_head_kv, head_dim, bias, qn, kn, eps, false,
                                        positions, rope, kv_.k[layer], kv_.v[layer], cur_.batch, stream_);
   }
+  if (bias) SAKER_RETURN_IF_ERROR(cuda::add_row_bias(qkv.data, bias, qkv.rows, qkv.cols, qkv.stride, stream_));
   float* q = qkv.data;                         // [T, n_head, head_dim] inside rows of qkv.stride
   float* k = qkv.data + a.n_head * a.head_dim;  // [T, n_head_kv, head_dim]
   const float* v = k + a.n_head_kv * a.head_dim;

@@ -79,10 +79,10 @@ class CudaBackend final : public OpBackend {
   Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) override;
   Status norm_matmul(const Act& x, const PreparedVector& norm, float eps, const Act& normed, const PreparedMatrix& w,
                      const Act& out, bool accumulate) override;
-  Status add_row_bias(const Act& x, const PreparedVector& bias) override;
   Status add(const Act& a, const Act& b, const Act& out) override;
-  Status qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
-                               const PreparedVector* k_norm, float eps, const RopeSpec& rope, int layer) override;
+  Status qk_norm_rope_kv_write(const Act& qkv, const PreparedVector* qkv_bias, const AttentionSpec& a,
+                               const PreparedVector* q_norm, const PreparedVector* k_norm, float eps,
+                               const RopeSpec& rope, int layer) override;
   Status attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) override;
   Status swiglu(const Act& gate, const Act& up, const Act& out) override;
   Status geglu_tanh(const Act& gate, const Act& up, const Act& out) override;

@@ -215,8 +215,12 @@ Status CpuBackend::matmul(const PreparedMatrix& w, const Act& x, const Act& out,
   return {};
 }
 
-Status CpuBackend::add_row_bias(const Act& x, const PreparedVector& bias) {
-  ref::add_row_bias(x.data, static_cast<const Vector&>(bias).f32.data(), x.rows, x.cols, x.stride);
+Status CpuBackend::qk_norm_rope_kv_write(const Act& qkv, const PreparedVector* qkv_bias, const AttentionSpec& a,
+                                         const PreparedVector* q_norm, const PreparedVector* k_norm, float eps,
+                                         const RopeSpec& spec, int layer) {
+  if (qkv_bias)
+    ref::add_row_bias(qkv.data, static_cast<const Vector*>(qkv_bias)->f32.data(), qkv.rows, qkv.cols, qkv.stride);
+  return norm_rope_kv_write(qkv, a, q_norm, k_norm, eps, spec, layer);
   return {};
 }
 
@@ -225,8 +229,8 @@ Status CpuBackend::add(const Act& a, const Act& b, const Act& out) {
   return {};
 }
 
-Status CpuBackend::qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
-                                         const PreparedVector* k_norm, float eps, const RopeSpec& spec, int layer) {
+Status CpuBackend::norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
+                                      const PreparedVector* k_norm, float eps, const RopeSpec& spec, int layer) {
   const int64_t T = qkv.rows, hd = a.head_dim;
   const int64_t qd = a.n_head * hd, kd = a.n_head_kv * hd;
   q_.resize(T * qd);

@@ -46,10 +46,10 @@ class CpuBackend final : public OpBackend {
   Status load_input(const Act& out) override;
   Status rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) override;
   Status matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) override;
-  Status add_row_bias(const Act& x, const PreparedVector& bias) override;
   Status add(const Act& a, const Act& b, const Act& out) override;
-  Status qk_norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
-                               const PreparedVector* k_norm, float eps, const RopeSpec& rope, int layer) override;
+  Status qk_norm_rope_kv_write(const Act& qkv, const PreparedVector* qkv_bias, const AttentionSpec& a,
+                               const PreparedVector* q_norm, const PreparedVector* k_norm, float eps,
+                               const RopeSpec& rope, int layer) override;
   Status attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) override;
   Status swiglu(const Act& gate, const Act& up, const Act& out) override;
   Status geglu_tanh(const Act& gate, const Act& up, const Act& out) override;
@@ -77,6 +77,9 @@ class CpuBackend final : public OpBackend {
     bool blas = false;  // a long run of one sequence: BLAS may multiply it
   };
   void compute_row_runs();
+  // qk_norm_rope_kv_write after the bias: the ref ops one after the other.
+  Status norm_rope_kv_write(const Act& qkv, const AttentionSpec& a, const PreparedVector* q_norm,
+                            const PreparedVector* k_norm, float eps, const RopeSpec& rope, int layer);
   // x [rows, n_in] times one weight tensor into out [rows, n_out], both contiguous, under the row-run rule.
   Status matmul_part(const TensorView& x, const TensorView& w, const TensorView& out) const;
   // A contiguous copy of a window (the window itself when it is contiguous).
