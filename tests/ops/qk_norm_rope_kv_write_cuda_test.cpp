@@ -1,6 +1,6 @@
 // The fused bias + q/k norm + RoPE + KV cache write against the ref ops run one after the other: add_row_bias
 // (qwen2), per-head rms_norm, rope on q and k, then kv_write into f16 caches. q and k (f32, in the fused row) must
-// agree to f32 rounding; the caches to within an f16 rounding step (v exactly: its input is untouched).
+// agree to f32 rounding; the caches to within an f16 rounding step (v exactly: only the bias touches it).
 #include <cstring>
 #include <random>
 #include <string>
@@ -147,6 +147,7 @@ TEST(CudaQkNormRopeKvWrite, AddsTheProjectionBiasFirst) {  // qwen2: bias, no no
     run_case({{100, 70, AttentionMask::kCausal}}, 14, 2, D, true, 0, 2, seed++, true);
     run_case({{9, 3, AttentionMask::kCausal}}, 8, 4, D, false, 0, 0, seed++, true);  // with norms too
   }
+  run_case({{5, 1, AttentionMask::kCausal}}, 6, 2, 128, true, 0, 2, seed++, true);  // a partial last head group
 }
 
 }  // namespace

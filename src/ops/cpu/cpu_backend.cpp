@@ -221,7 +221,6 @@ Status CpuBackend::qk_norm_rope_kv_write(const Act& qkv, const PreparedVector* q
   if (qkv_bias)
     ref::add_row_bias(qkv.data, static_cast<const Vector*>(qkv_bias)->f32.data(), qkv.rows, qkv.cols, qkv.stride);
   return norm_rope_kv_write(qkv, a, q_norm, k_norm, eps, spec, layer);
-  return {};
 }
 
 Status CpuBackend::add(const Act& a, const Act& b, const Act& out) {

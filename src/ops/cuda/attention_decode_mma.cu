@@ -17,8 +17,9 @@
 // round-to-nearest intrinsics so that no instantiation contracts them differently. Output: the normalised
 // rows (one slice) or (m, l, sums) partials for the combine kernel, exactly as the split-K kernels write
 // them. K/V tiles stream through two cp.async stages: the next tile's loads are issued once every warp is
-// past the previous one (after the scores' barrier). Draft-tree rows read their keys through the logical view
-// of plain decoding (PassTail, attention_tiles.cuh), so a verified tree node gets a one-row decode's bits.
+// past the previous one (right after the tile's top barrier, so they fly while its scores and values are computed).
+// Draft-tree rows read their keys through the logical view of plain decoding (PassTail, attention_tiles.cuh), so a
+// verified tree node gets a one-row decode's bits.
 #include <cfloat>
 
 #include "ops/cuda/attention_kernels.h"
