@@ -35,10 +35,7 @@ struct RunFigures {
   int64_t decode_tokens = 0;   // tokens decided after that step
   int64_t generated = 0;       // every generated token
   int64_t steps = 0, step_tokens = 0, preemptions = 0;
-  int64_t undrafted_steps = 0;  // steps the speculation cost policy held drafts back
-  // Decode-only steps without drafts and with them, and their wall time (EngineStats).
-  int64_t plain_decode_steps = 0, drafting_steps = 0;
-  double plain_decode_ms = 0, drafting_ms = 0;
+  StepCosts costs;  // what the speculation cost policy weighed
   std::vector<double> ttft_ms;
   std::vector<std::vector<int32_t>> prompts, outputs;  // per request
   DraftStats drafts;                                   // summed over the requests (speculating runs)
@@ -164,11 +161,7 @@ Result<RunFigures> run_once(Engine& engine, const Level& l, std::vector<std::vec
   f.steps = after.steps - before.steps;
   f.step_tokens = after.step_tokens - before.step_tokens;
   f.preemptions = after.preemptions - before.preemptions;
-  f.undrafted_steps = after.undrafted_steps - before.undrafted_steps;
-  f.plain_decode_steps = after.plain_decode_steps - before.plain_decode_steps;
-  f.drafting_steps = after.drafting_steps - before.drafting_steps;
-  f.plain_decode_ms = after.plain_decode_ms - before.plain_decode_ms;
-  f.drafting_ms = after.drafting_ms - before.drafting_ms;
+  f.costs = StepCosts::between(before, after);
   f.prompts = std::move(prompts);
   for (Request& r : reqs) {
     f.outputs.push_back(std::move(r.output));
@@ -180,10 +173,9 @@ Result<RunFigures> run_once(Engine& engine, const Level& l, std::vector<std::vec
 struct ReplayRow {
   double mean_commit = 0;
   double decode_tps = 0, tokens_per_verify = 0;
-  int64_t steps = 0, undrafted_steps = 0;  // summed over the timed runs
-  // Decode-only steps of the timed runs: without drafts, with them; and the plain level's decode steps.
-  int64_t plain_decode_steps = 0, drafting_steps = 0;
-  double plain_decode_ms = 0, drafting_ms = 0, plain_level_step_ms = 0;
+  int64_t steps = 0;               // summed over the timed runs
+  StepCosts costs;                 // summed over the timed runs
+  double plain_level_step_ms = 0;  // the plain level's decode steps
   bool exact = true;
   spec::DFlashDrafter::Stats drafter;  // over the timed runs (no drafter: zeros)
 };
@@ -202,8 +194,6 @@ spec::DFlashDrafter::Stats stats_since(const spec::DFlashDrafter::Stats& before,
   d.block_ms -= before.block_ms;
   return d;
 }
-
-double per_step(double ms, int64_t steps) { return steps > 0 ? ms / static_cast<double>(steps) : 0.0; }
 
 // The replay proposers of a level: each sequence replays its reference, shadowed by a slot of one drafter of
 // real size when the bench has one (its drafts dropped, its cost kept).
@@ -251,22 +241,23 @@ Result<ReplayRow> run_replay(Model& model, const text::Tokenizer* tokenizer, con
     tps.push_back(f.decode_tps());
     all.merge(f.drafts);
     row.steps += f.steps;
-    row.undrafted_steps += f.undrafted_steps;
-    row.plain_decode_steps += f.plain_decode_steps;
-    row.drafting_steps += f.drafting_steps;
-    row.plain_decode_ms += f.plain_decode_ms;
-    row.drafting_ms += f.drafting_ms;
+    row.costs += f.costs;
     const bool same = f.outputs == plain.outputs;
     row.exact = row.exact && same;
-    runs_json->push_back({{"mean_commit", mean_commit}, {"decode_ms", f.decode_ms}, {"decode_tokens", f.decode_tokens},
-                          {"decode_tokens_per_s", f.decode_tps()}, {"verify_steps", f.drafts.verify_steps},
-                          {"committed_tokens", f.drafts.committed_tokens}, {"steps", f.steps},
-                          {"undrafted_steps", f.undrafted_steps}, {"same_tokens_as_plain", same}});
+    runs_json->push_back({{"mean_commit", mean_commit},
+                          {"decode_ms", f.decode_ms},
+                          {"decode_tokens", f.decode_tokens},
+                          {"decode_tokens_per_s", f.decode_tps()},
+                          {"verify_steps", f.drafts.verify_steps},
+                          {"committed_tokens", f.drafts.committed_tokens},
+                          {"steps", f.steps},
+                          {"undrafted_steps", f.costs.undrafted_steps},
+                          {"same_tokens_as_plain", same}});
   }
   row.decode_tps = median_of(std::move(tps));
   row.tokens_per_verify = all.mean_accepted_length();
   if (drafter) row.drafter = stats_since(before, drafter->stats());
-  row.plain_level_step_ms = per_step(plain.plain_decode_ms, plain.plain_decode_steps);
+  row.plain_level_step_ms = plain.costs.plain_step_ms();
   return row;
 }
 
@@ -391,11 +382,11 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                              {"same_tokens_as_plain", r->exact},
                              {"cost_policy", !a.always_speculate},
                              {"steps", r->steps},
-                             {"undrafted_steps", r->undrafted_steps},
-                             {"plain_decode_steps", r->plain_decode_steps},
-                             {"plain_decode_ms", r->plain_decode_ms},
-                             {"drafting_steps", r->drafting_steps},
-                             {"drafting_ms", r->drafting_ms},
+                             {"undrafted_steps", r->costs.undrafted_steps},
+                             {"plain_decode_steps", r->costs.plain_decode_steps},
+                             {"plain_decode_ms", r->costs.plain_decode_ms},
+                             {"drafting_steps", r->costs.drafting_steps},
+                             {"drafting_ms", r->costs.drafting_ms},
                              {"plain_level_step_ms", r->plain_level_step_ms},
                              {"drafter", a.replay_drafter ? a.replay_drafter_name : "none"},
                              {"drafter_blocks", r->drafter.blocks},
@@ -447,14 +438,13 @@ Result<nlohmann::json> run_engine_bench(Model& model, const text::Tokenizer* tok
                                                                     d.context_ms + d.block_ms, d.context_ms, d.block_ms)
                                                       : "-";
       const std::string step_ms =
-          fmt::format("{:.2f} x {} ({:.2f}) + {:.2f} x {}", per_step(r.row.plain_decode_ms, r.row.plain_decode_steps),
-                      r.row.plain_decode_steps, r.row.plain_level_step_ms,
-                      per_step(r.row.drafting_ms, r.row.drafting_steps), r.row.drafting_steps);
+          fmt::format("{:.2f} x {} ({:.2f}) + {:.2f} x {}", r.row.costs.plain_step_ms(), r.row.costs.plain_decode_steps,
+                      r.row.plain_level_step_ms, r.row.costs.drafting_step_ms(), r.row.costs.drafting_steps);
       fmt::print("| {} | replay:{} (block {}{}) | {} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {} | {} | {} |\n", r.n,
                  r.row.mean_commit, a.max_draft + 1, a.always_speculate ? ", always" : "",
                  a.replay_drafter ? a.replay_drafter_name : "none (drafts free)", r.row.decode_tps,
-                 r.row.decode_tps / r.plain_tps, r.row.tokens_per_verify, r.row.undrafted_steps, r.row.steps, step_ms,
-                 drafter_ms, r.row.exact ? "yes" : "no");
+                 r.row.decode_tps / r.plain_tps, r.row.tokens_per_verify, r.row.costs.undrafted_steps, r.row.steps,
+                 step_ms, drafter_ms, r.row.exact ? "yes" : "no");
     }
   }
   return rows;

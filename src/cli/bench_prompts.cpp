@@ -23,9 +23,7 @@ struct Run {
   int64_t generated = 0;
   int64_t generated_all_runs = 0;  // measure(): every counted run's tokens (the drafts are merged over them)
   DraftStats drafts;
-  // measure(): the engine's step counts and times over the counted runs: what the cost policy weighed.
-  int64_t plain_decode_steps = 0, drafting_steps = 0, undrafted_steps = 0;
-  double plain_decode_ms = 0, drafting_ms = 0;
+  StepCosts costs;  // measure(): over the counted runs (the warm-up left out)
   std::vector<std::vector<int32_t>> outputs;
 };
 
@@ -93,8 +91,6 @@ Result<Run> run_all(Engine& engine, const std::vector<std::vector<int32_t>>& pro
   return run;
 }
 
-double per_step_ms(double ms, int64_t steps) { return steps > 0 ? ms / static_cast<double>(steps) : 0.0; }
-
 // -r runs on one engine (after a short warm-up request), the medians, the last run's outputs.
 Result<Run> measure(Model& model, const text::Tokenizer* tokenizer, const std::vector<std::vector<int32_t>>& prompts,
                     const PromptBenchArgs& a, const EngineOptions& eo) {
@@ -126,12 +122,7 @@ Result<Run> measure(Model& model, const text::Tokenizer* tokenizer, const std::v
     out.drafts.merge(r.drafts);
     out.generated_all_runs += r.generated;
   }
-  const EngineStats after = (*engine)->stats();
-  out.plain_decode_steps = after.plain_decode_steps - before.plain_decode_steps;
-  out.drafting_steps = after.drafting_steps - before.drafting_steps;
-  out.undrafted_steps = after.undrafted_steps - before.undrafted_steps;
-  out.plain_decode_ms = after.plain_decode_ms - before.plain_decode_ms;
-  out.drafting_ms = after.drafting_ms - before.drafting_ms;
+  out.costs = StepCosts::between(before, (*engine)->stats());
   return out;
 }
 
@@ -230,8 +221,8 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
                            {{"wall_s", plain.wall_s},
                             {"tokens_per_s", plain.tps},
                             {"stream_tokens_per_s", plain.stream_tps},
-                            {"decode_steps", plain.plain_decode_steps},
-                            {"decode_step_ms", per_step_ms(plain.plain_decode_ms, plain.plain_decode_steps)}}}};
+                            {"decode_steps", plain.costs.plain_decode_steps},
+                            {"decode_step_ms", plain.costs.plain_step_ms()}}}};
     if (maker) {
       SAKER_ASSIGN_OR_RETURN(eo.proposer, maker(eo.n_ctx, eo.max_seqs));
       eo.adaptive_drafts = !a.spec.fixed_draft;
@@ -249,9 +240,8 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
                  "tokens from verify steps; steps with drafts {:.2f} ms ({}), without {:.2f} ms ({}, {} held back "
                  "by the cost policy)\n",
                  n, proposer, spec.tps, spec.tps / plain.tps, spec.stream_tps, spec.drafts.mean_accepted_length(),
-                 100.0 * verified_share, per_step_ms(spec.drafting_ms, spec.drafting_steps), spec.drafting_steps,
-                 per_step_ms(spec.plain_decode_ms, spec.plain_decode_steps), spec.plain_decode_steps,
-                 spec.undrafted_steps);
+                 100.0 * verified_share, spec.costs.drafting_step_ms(), spec.costs.drafting_steps,
+                 spec.costs.plain_step_ms(), spec.costs.plain_decode_steps, spec.costs.undrafted_steps);
       table += fmt::format("| {} | {} | {} | {:.2f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {} of {} | {:.1f}% |\n", n,
                            proposer, shape, spec.wall_s, spec.tps, spec.stream_tps, spec.tps / plain.tps,
                            spec.drafts.mean_accepted_length(), same, prompts.size(), 100.0 * verified_share);
@@ -266,11 +256,11 @@ Result<nlohmann::json> run_prompt_bench(const LoadedModel& lm, const OpsOptions&
                             // What the cost policy weighed, over the counted runs: decode-only steps and steps
                             // with drafts (their mean wall time, proposer and verify walk included), and the
                             // steps in which it held drafts back.
-                            {"plain_decode_steps", spec.plain_decode_steps},
-                            {"plain_decode_step_ms", per_step_ms(spec.plain_decode_ms, spec.plain_decode_steps)},
-                            {"drafting_steps", spec.drafting_steps},
-                            {"drafting_step_ms", per_step_ms(spec.drafting_ms, spec.drafting_steps)},
-                            {"undrafted_steps", spec.undrafted_steps},
+                            {"plain_decode_steps", spec.costs.plain_decode_steps},
+                            {"plain_decode_step_ms", spec.costs.plain_step_ms()},
+                            {"drafting_steps", spec.costs.drafting_steps},
+                            {"drafting_step_ms", spec.costs.drafting_step_ms()},
+                            {"undrafted_steps", spec.costs.undrafted_steps},
                             {"same_tokens_as_plain", same}};
     }
     rows.push_back(row);
