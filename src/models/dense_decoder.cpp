@@ -146,11 +146,11 @@ Status DenseDecoderModel::bind_weights() {
   return b.reserve(buffers, d.n_vocab, attn_global_);
 }
 
-Status DenseDecoderModel::project_residual(const PreparedMatrix& w, const Act& in, const PreparedVector* post_norm,
-                                           const Act& x, const Act& h) {
+Status DenseDecoderModel::project_residual(const Product& product, const PreparedVector* post_norm, const Act& x,
+                                           const Act& h) {
   OpBackend& b = *backend_;
-  if (!post_norm && !shard_.split()) return b.matmul(w, in, x, /*accumulate=*/true);
-  SAKER_RETURN_IF_ERROR(b.matmul(w, in, h, false));
+  if (!post_norm && !shard_.split()) return product(x, /*accumulate=*/true);
+  SAKER_RETURN_IF_ERROR(product(h, false));
   // Tensor parallel: each rank's product is a partial sum over its input columns; all ranks add the same total.
   SAKER_RETURN_IF_ERROR(b.all_reduce(h));
   // Gemma: the block's output is normed before it joins the residual stream.
@@ -182,14 +182,17 @@ Status DenseDecoderModel::body(const ForwardBatch& batch) {
                                                   local ? rope_local_ : rope_global_, li));
     SAKER_RETURN_IF_ERROR(b.attention(qkv.columns(0, local_.q_dim()), li, spec, attn));
     b.trace(attn, "attn_out", li, local_.n_head);
-    SAKER_RETURN_IF_ERROR(project_residual(*L.wo, attn, L.post_attn_norm, x, hb));
+    SAKER_RETURN_IF_ERROR(project_residual([&](const Act& out, bool acc) { return b.matmul(*L.wo, attn, out, acc); },
+                                           L.post_attn_norm, x, hb));
     b.trace(x, "attn_residual", li);
     // MLP block: x += [post_norm] W_down (act(W_gate h) * W_up h), gate|up from one matmul.
     SAKER_RETURN_IF_ERROR(b.norm_matmul(x, *L.ffn_norm, h.rms_eps, hb, *L.gate_up, gu, false));
     b.trace(hb, "ffn_norm", li);
     const Act gate = gu.columns(0, local_.n_ff), up = gu.columns(local_.n_ff, local_.n_ff);
-    SAKER_RETURN_IF_ERROR(geglu_ ? b.geglu_tanh(gate, up, act) : b.swiglu(gate, up, act));
-    SAKER_RETURN_IF_ERROR(project_residual(*L.down, act, L.post_ffn_norm, x, hb));
+    const GatedAct kind = geglu_ ? GatedAct::kGeluTanh : GatedAct::kSilu;
+    SAKER_RETURN_IF_ERROR(project_residual(
+        [&](const Act& out, bool acc) { return b.gated_matmul(kind, gate, up, act, *L.down, out, acc); },
+        L.post_ffn_norm, x, hb));
     b.trace(x, "l_out", li);
     for (int64_t j = 0; j < n_taps; ++j) {  // out: [T, n_taps, n_embd]
       if (tap_layers[j] != l) continue;

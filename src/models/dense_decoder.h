@@ -20,6 +20,7 @@
 // projections (attn_output, ffn_down) then produce partial sums that OpBackend::all_reduce adds up before they
 // join the residual stream, which stays replicated, bit for bit, on every rank. The head writes the rank's
 // vocabulary slice of the logits; models/TensorParallelModel runs the ranks and assembles the rows.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -77,10 +78,11 @@ class DenseDecoderModel : public Model {
   Status bind_weights();
   Status body(const ForwardBatch& batch);
   Status head(int64_t first, int64_t n);
-  // x += [post_norm](all_reduce(in W^T)): the residual add in the matmul, or (with a gemma3 post-norm or a
+  // A block's output projection: writes (accumulate false) or adds (true) its product into out.
+  using Product = std::function<Status(const Act& out, bool accumulate)>;
+  // x += [post_norm](all_reduce(product)): the residual add in the matmul, or (with a gemma3 post-norm or a
   // partial sum to all-reduce) through h.
-  Status project_residual(const PreparedMatrix& w, const Act& in, const PreparedVector* post_norm, const Act& x,
-                          const Act& h);
+  Status project_residual(const Product& product, const PreparedVector* post_norm, const Act& x, const Act& h);
 
   std::shared_ptr<const ModelWeights> weights_;
   std::unique_ptr<OpBackend> backend_;

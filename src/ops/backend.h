@@ -51,6 +51,9 @@ struct ActivationSpec {
   bool per_output = false;
 };
 
+// The feed-forward block's gate activation: SwiGLU (silu) or GeGLU with the tanh GELU (Gemma).
+enum class GatedAct { kSilu, kGeluTanh };
+
 struct RopeSpec {
   ref::RopeStyle style = ref::RopeStyle::kNeox;
   int64_t n_rot = 0;  // 0: head_dim
@@ -224,6 +227,15 @@ class OpBackend {
   // out [T, n] = act(gate) * up; gate, up [T, n] with the same stride (halves of one gate|up row).
   virtual Status swiglu(const Act& gate, const Act& up, const Act& out) = 0;
   virtual Status geglu_tanh(const Act& gate, const Act& up, const Act& out) = 0;
+  // act = swiglu or geglu_tanh(gate, up); out (+)= act W^T. One op so a backend can have the gated unit write
+  // the matmul's prepared input (the CUDA backend: its K-quant kernels' int8 blocks); `act` is still written.
+  // Same result as the two ops; by default it is the two ops.
+  virtual Status gated_matmul(GatedAct kind, const Act& gate, const Act& up, const Act& act, const PreparedMatrix& w,
+                              const Act& out, bool accumulate) {
+    Status s = kind == GatedAct::kSilu ? swiglu(gate, up, act) : geglu_tanh(gate, up, act);
+    if (!s.ok()) return s;
+    return matmul(w, act, out, accumulate);
+  }
   // out [n, cols] = x rows output_rows[first .. first + n).
   virtual Status gather_outputs(const Act& x, int64_t first, const Act& out) = 0;
   virtual Status soft_cap(const Act& x, float cap) = 0;

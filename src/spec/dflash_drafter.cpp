@@ -216,8 +216,8 @@ Status DFlashDrafter::block_body() {
     SAKER_RETURN_IF_ERROR(b.matmul(*L.wo, attn, h, /*accumulate=*/true));
     // h += down(silu(gate) * up), from post_attn_norm(h).
     SAKER_RETURN_IF_ERROR(b.norm_matmul(h, *L.post_attn_norm, eps, hn, *L.gate_up, gu, false));
-    SAKER_RETURN_IF_ERROR(b.swiglu(gu.columns(0, c.n_ff), gu.columns(c.n_ff, c.n_ff), act));
-    SAKER_RETURN_IF_ERROR(b.matmul(*L.down, act, h, /*accumulate=*/true));
+    SAKER_RETURN_IF_ERROR(b.gated_matmul(GatedAct::kSilu, gu.columns(0, c.n_ff), gu.columns(c.n_ff, c.n_ff), act,
+                                         *L.down, h, /*accumulate=*/true));
   }
   return {};
 }

@@ -228,5 +228,70 @@ TEST(CudaMatmulKq, NormFusedQuantisationEqualsSeparateOps) {
   }
 }
 
+// gated_quantized + matmul(x_quantized) (the CUDA backend's gated_matmul) gives the same activation rows and
+// the same outputs, bit for bit, as swiglu / geglu_tanh then matmul, at decode and verify widths, with gate and
+// up the halves of one gate|up row as the models lay them out.
+TEST(CudaMatmulKq, GatedFusedQuantisationEqualsSeparateOps) {
+  SAKER_REQUIRE_GPU();
+  if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  constexpr int64_t kFf = 2304, kOut = 301;
+  auto ctx = cuda::MatmulContext::create(64, kFf, kOut);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 4700;
+  for (DType type : {DType::kQ4_K, DType::kQ6_K}) {
+    cuda::DeviceMatrix dm = upload_random(type, kOut, kFf, seed++);
+    ASSERT_NE(dm.data, nullptr);
+    for (cuda::GatedKind kind : {cuda::GatedKind::kSilu, cuda::GatedKind::kGeluTanh}) {
+      for (int64_t rows : {1, 2, 5, 16, 64}) {
+        const std::vector<float> gu = testing::varied_activations(rows, 2 * kFf, seed++);  // [rows, gate | up]
+        testing::DeviceArray<float> dgu(gu), act_a(rows * kFf), act_b(rows * kFf), out_a(rows * kOut),
+            out_b(rows * kOut);
+        const float* gate = dgu.get();
+        const float* up = dgu.get() + kFf;
+        const Status sep = kind == cuda::GatedKind::kSilu
+                               ? cuda::swiglu(gate, up, 2 * kFf, act_a.get(), rows, kFf, nullptr)
+                               : cuda::geglu_tanh(gate, up, 2 * kFf, act_a.get(), rows, kFf, nullptr);
+        ASSERT_TRUE(sep.ok()) << sep.message();
+        ASSERT_TRUE(cuda::matmul(**ctx, dm, act_a.get(), rows, out_a.get(), kOut, false, nullptr).ok());
+        ASSERT_TRUE(cuda::matmul_quantizes_input(**ctx, dm, act_b.get(), rows));
+        const Status fused = cuda::gated_quantized(**ctx, kind, gate, up, 2 * kFf, act_b.get(), rows, kFf, nullptr);
+        ASSERT_TRUE(fused.ok()) << fused.message();
+        ASSERT_TRUE(cuda::matmul(**ctx, dm, act_b.get(), rows, out_b.get(), kOut, false, nullptr, true).ok());
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<float> aa = act_a.to_host(), ab = act_b.to_host();
+        const std::vector<float> oa = out_a.to_host(), ob = out_b.to_host();
+        const char* name = kind == cuda::GatedKind::kSilu ? "swiglu" : "geglu_tanh";
+        EXPECT_EQ(0, std::memcmp(aa.data(), ab.data(), aa.size() * sizeof(float)))
+            << dtype_name(type) << " " << name << " rows " << rows;
+        EXPECT_EQ(0, std::memcmp(oa.data(), ob.data(), oa.size() * sizeof(float)))
+            << dtype_name(type) << " " << name << " rows " << rows;
+      }
+    }
+    cuda::free_matrix(&dm);
+  }
+}
+
+// Bad calls are refused with a reason, not run: a width that is not whole 256-element blocks, more rows than
+// the scratch holds, an output over its own input.
+TEST(CudaMatmulKq, GatedFusedQuantisationRefusesBadShapes) {
+  SAKER_REQUIRE_GPU();
+  auto ctx = cuda::MatmulContext::create(4, 512, 64);
+  ASSERT_TRUE(ctx.ok());
+  testing::DeviceArray<float> gu(8 * 1024), act(8 * 512);
+  EXPECT_FALSE(
+      cuda::gated_quantized(**ctx, cuda::GatedKind::kSilu, gu.get(), gu.get() + 300, 600, act.get(), 1, 300, nullptr)
+          .ok());
+  EXPECT_FALSE(
+      cuda::gated_quantized(**ctx, cuda::GatedKind::kSilu, gu.get(), gu.get() + 512, 1024, act.get(), 8, 512, nullptr)
+          .ok());
+  EXPECT_FALSE(
+      cuda::gated_quantized(**ctx, cuda::GatedKind::kSilu, gu.get(), gu.get() + 512, 1024, gu.get(), 1, 512, nullptr)
+          .ok());
+  EXPECT_TRUE(
+      cuda::gated_quantized(**ctx, cuda::GatedKind::kSilu, gu.get(), gu.get() + 512, 1024, act.get(), 4, 512, nullptr)
+          .ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
 }  // namespace
 }  // namespace saker

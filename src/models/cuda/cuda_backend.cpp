@@ -636,10 +636,11 @@ Status CudaBackend::matmul(const PreparedMatrix& w, const Act& x, const Act& out
   return {};
 }
 
-// When every part of w takes the width-invariant K-quant path for in's rows, the norm that produces `in` also
-// writes its int8 blocks and the parts' matmuls skip their quantisation launches (same bits). Measured on the
-// H200 (8B Q4_K_M tg128): 312.2 -> 316.9 tok/s with the norm's quantisation fused; fusing SwiGLU's the same
-// way measured no gain (317.6 vs 316.9) and was taken out.
+// When every part of w takes the width-invariant K-quant path for in's rows, the op that produces `in` (the
+// norm of norm_matmul, the gated unit of gated_matmul) also writes its int8 blocks and the parts' matmuls skip
+// their quantisation launches (same bits). Measured on the H200 (8B Q4_K_M tg128): 312.2 -> 316.9 tok/s with
+// the norm's quantisation fused; an earlier SwiGLU fusion measured no gain there (317.6 vs 316.9) and was
+// taken out; it came back for the small models, whose steps are their launches' latency.
 bool CudaBackend::input_fusable(const PreparedMatrix& w, const Act& in) {
   const auto& m = static_cast<const Matrix&>(w);
   bool fused = !m.parts.empty() && in.stride == in.cols;
@@ -717,6 +718,17 @@ Status CudaBackend::swiglu(const Act& gate, const Act& up, const Act& out) {
 
 Status CudaBackend::geglu_tanh(const Act& gate, const Act& up, const Act& out) {
   return cuda::geglu_tanh(gate.data, up.data, gate.stride, out.data, gate.rows, gate.cols, stream_);
+}
+
+Status CudaBackend::gated_matmul(GatedAct kind, const Act& gate, const Act& up, const Act& act, const PreparedMatrix& w,
+                                 const Act& out, bool accumulate) {
+  if (!input_fusable(w, act) || gate.stride != up.stride) {
+    return OpBackend::gated_matmul(kind, gate, up, act, w, out, accumulate);
+  }
+  const cuda::GatedKind k = kind == GatedAct::kSilu ? cuda::GatedKind::kSilu : cuda::GatedKind::kGeluTanh;
+  SAKER_RETURN_IF_ERROR(
+      cuda::gated_quantized(*matmul_, k, gate.data, up.data, gate.stride, act.data, gate.rows, gate.cols, stream_));
+  return matmul_quantized(w, act, out, accumulate);
 }
 
 Status CudaBackend::gather_outputs(const Act& x, int64_t first, const Act& out) {

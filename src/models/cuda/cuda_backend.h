@@ -86,6 +86,8 @@ class CudaBackend final : public OpBackend {
   Status attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) override;
   Status swiglu(const Act& gate, const Act& up, const Act& out) override;
   Status geglu_tanh(const Act& gate, const Act& up, const Act& out) override;
+  Status gated_matmul(GatedAct kind, const Act& gate, const Act& up, const Act& act, const PreparedMatrix& w,
+                      const Act& out, bool accumulate) override;
   Status gather_outputs(const Act& x, int64_t first, const Act& out) override;
   Status soft_cap(const Act& x, float cap) override;
   Status emit_outputs(const Act& logits, int64_t first) override;
@@ -93,7 +95,7 @@ class CudaBackend final : public OpBackend {
   void trace(const Act&, const char*, int, int64_t) override {}  // device memory: no host trace
 
  private:
-  // The fused input path of norm_matmul.
+  // The fused input path of norm_matmul and gated_matmul.
   bool input_fusable(const PreparedMatrix& w, const Act& in);
   Status matmul_quantized(const PreparedMatrix& w, const Act& in, const Act& out, bool accumulate);
   // One matmul call per part, written side by side into one output row: q|k|v -> [T, q_dim + 2 kv_dim].

@@ -49,25 +49,13 @@ __device__ __forceinline__ ColMeta load_meta(const kq::KxBlock* kb) {
   return m;
 }
 
-// One warp quantises one 256-element block of x (kq_canon.h): lane l takes elements 8l .. 8l+7 (sub-block
-// l / 4). Used by the quantisation kernel and by producers that fuse it (rms_norm_kq), so both write the
-// same bits. A row's last block may hold only `valid` elements (a multiple of 32): the lanes past them count
-// as zeros and write no codes.
-// xs_blk carries no __restrict__: the fused norm reads back values the same kernel has just written.
-__device__ __forceinline__ void kq_quantize_warp(const float* xs_blk, int8_t* __restrict__ xq_blk,
-                                                 kq::KxBlock* __restrict__ kb, int lane, int valid = kq::kBlock) {
+// One warp quantises one 256-element block of x (kq_canon.h) held in its lanes' registers: lane l holds
+// elements 8l .. 8l+7 (sub-block l / 4) in v. live: the lane's elements lie inside the row (a row's last block
+// may hold fewer than 256; the lanes past them hold zeros and write no codes). Every producer that writes the
+// K-quant kernels' activation blocks ends here, so all of them write the same bits for the same values.
+__device__ __forceinline__ void kq_quantize_values(const float (&v)[8], bool live, int8_t* __restrict__ xq_blk,
+                                                   kq::KxBlock* __restrict__ kb, int lane) {
   const int j = lane >> 2;
-  const bool live = 8 * lane < valid;
-  const float* xs = xs_blk + 8 * lane;
-  float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  if (!live) {
-  } else if ((reinterpret_cast<uintptr_t>(xs_blk) & 15) == 0) {  // always in the engine; tests also pass offset rows
-    const float4 v0 = reinterpret_cast<const float4*>(xs)[0], v1 = reinterpret_cast<const float4*>(xs)[1];
-    v[0] = v0.x, v[1] = v0.y, v[2] = v0.z, v[3] = v0.w, v[4] = v1.x, v[5] = v1.y, v[6] = v1.z, v[7] = v1.w;
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = xs[i];
-  }
   float a = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) a = fmaxf(a, fabsf(v[i]));
@@ -98,6 +86,26 @@ __device__ __forceinline__ void kq_quantize_warp(const float* xs_blk, int8_t* __
     kb->d8 = d * 0.125f;
     kb->pad = 0;
   }
+}
+
+// The same block read from memory: lane l loads elements 8l .. 8l+7 of xs_blk. Used by the quantisation
+// kernel and by the fused norm (rms_norm_quantized). A row's last block may hold only `valid` elements (a
+// multiple of 32).
+// xs_blk carries no __restrict__: the fused norm reads back values the same kernel has just written.
+__device__ __forceinline__ void kq_quantize_warp(const float* xs_blk, int8_t* __restrict__ xq_blk,
+                                                 kq::KxBlock* __restrict__ kb, int lane, int valid = kq::kBlock) {
+  const bool live = 8 * lane < valid;
+  const float* xs = xs_blk + 8 * lane;
+  float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  if (!live) {
+  } else if ((reinterpret_cast<uintptr_t>(xs_blk) & 15) == 0) {  // always in the engine; tests also pass offset rows
+    const float4 v0 = reinterpret_cast<const float4*>(xs)[0], v1 = reinterpret_cast<const float4*>(xs)[1];
+    v[0] = v0.x, v[1] = v0.y, v[2] = v0.z, v[3] = v0.w, v[4] = v1.x, v[5] = v1.y, v[6] = v1.z, v[7] = v1.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = xs[i];
+  }
+  kq_quantize_values(v, live, xq_blk, kb, lane);
 }
 
 // The launchers behind launch_matmul_kq, after x is quantised (xq codes, kx metadata).

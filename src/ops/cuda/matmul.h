@@ -89,6 +89,14 @@ bool matmul_quantizes_input(MatmulContext& ctx, const DeviceMatrix& w, const flo
 Status rms_norm_quantized(MatmulContext& ctx, const float* x, const float* w, float* out, int64_t rows, int64_t n,
                           float eps, cudaStream_t stream);
 
+// The gated unit feeding a matmul: out [n_tokens, n] = act(gate) * up (gate, up rows of in_stride, as
+// cuda::swiglu / cuda::geglu_tanh compute it, same bits; out must not overlap them), which also leaves out's
+// int8 blocks in ctx for matmul(..., x_quantized = true), as rms_norm_quantized does. n must be a multiple of
+// 256 and n_tokens within ctx's int8 scratch (matmul_quantizes_input held).
+enum class GatedKind { kSilu, kGeluTanh };
+Status gated_quantized(MatmulContext& ctx, GatedKind kind, const float* gate, const float* up, int64_t in_stride,
+                       float* out, int64_t n_tokens, int64_t n, cudaStream_t stream);
+
 // out[t, :] = table[tokens[t], :] dequantised to f32 (scale multiplies every element, e.g. sqrt(n_embd)
 // for Gemma). tokens: device int32 [n]; out: device f32 [n, table.n_in].
 Status embedding(const DeviceMatrix& table, const int32_t* tokens, int64_t n, float scale, float* out,
