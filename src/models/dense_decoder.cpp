@@ -180,10 +180,11 @@ Status DenseDecoderModel::body(const ForwardBatch& batch) {
     // qwen2's projection bias goes in first, before any norm or RoPE (L.qkv_bias null elsewhere).
     SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, L.qkv_bias, spec, L.q_norm, L.k_norm, h.rms_eps,
                                                   local ? rope_local_ : rope_global_, li));
-    SAKER_RETURN_IF_ERROR(b.attention(qkv.columns(0, local_.q_dim()), li, spec, attn));
+    const Act q = qkv.columns(0, local_.q_dim());
+    SAKER_RETURN_IF_ERROR(project_residual(
+        [&](const Act& out, bool acc) { return b.attention_matmul(q, li, spec, attn, *L.wo, out, acc); },
+        L.post_attn_norm, x, hb));
     b.trace(attn, "attn_out", li, local_.n_head);
-    SAKER_RETURN_IF_ERROR(project_residual([&](const Act& out, bool acc) { return b.matmul(*L.wo, attn, out, acc); },
-                                           L.post_attn_norm, x, hb));
     b.trace(x, "attn_residual", li);
     // MLP block: x += [post_norm] W_down (act(W_gate h) * W_up h), gate|up from one matmul.
     SAKER_RETURN_IF_ERROR(b.norm_matmul(x, *L.ffn_norm, h.rms_eps, hb, *L.gate_up, gu, false));

@@ -224,6 +224,14 @@ class OpBackend {
                                        const RopeSpec& rope, int layer) = 0;
   // q [T, n_head head_dim] (rows may be strided), out [T, n_head head_dim] contiguous.
   virtual Status attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) = 0;
+  // attn = attention(q, layer, a); out (+)= attn W^T (the output projection). One op so a backend can have the
+  // attention write the matmul's prepared input (the CUDA backend: its K-quant kernels' int8 blocks); `attn` is
+  // still written. Same result as the two ops; by default it is the two ops.
+  virtual Status attention_matmul(const Act& q, int layer, const AttentionSpec& a, const Act& attn,
+                                  const PreparedMatrix& w, const Act& out, bool accumulate) {
+    if (Status s = attention(q, layer, a, attn); !s.ok()) return s;
+    return matmul(w, attn, out, accumulate);
+  }
   // out [T, n] = act(gate) * up; gate, up [T, n] with the same stride (halves of one gate|up row).
   virtual Status swiglu(const Act& gate, const Act& up, const Act& out) = 0;
   virtual Status geglu_tanh(const Act& gate, const Act& up, const Act& out) = 0;

@@ -212,8 +212,8 @@ Status DFlashDrafter::block_body() {
     // its slots first, so every row sees the whole block.
     SAKER_RETURN_IF_ERROR(b.norm_matmul(h, *L.input_norm, eps, hn, *L.qkv, qkv, false));
     SAKER_RETURN_IF_ERROR(b.qk_norm_rope_kv_write(qkv, nullptr, attn_, L.q_norm, L.k_norm, eps, rope_, li));
-    SAKER_RETURN_IF_ERROR(b.attention(qkv.columns(0, c.q_dim()), li, attn_, attn));
-    SAKER_RETURN_IF_ERROR(b.matmul(*L.wo, attn, h, /*accumulate=*/true));
+    SAKER_RETURN_IF_ERROR(b.attention_matmul(qkv.columns(0, c.q_dim()), li, attn_, attn, *L.wo, h,
+                                             /*accumulate=*/true));
     // h += down(silu(gate) * up), from post_attn_norm(h).
     SAKER_RETURN_IF_ERROR(b.norm_matmul(h, *L.post_attn_norm, eps, hn, *L.gate_up, gu, false));
     SAKER_RETURN_IF_ERROR(b.gated_matmul(GatedAct::kSilu, gu.columns(0, c.n_ff), gu.columns(c.n_ff, c.n_ff), act,

@@ -8,7 +8,10 @@
 
 #include "core/half.h"
 #include "ops/cuda/attention.h"
+#include "ops/cuda/kq_canon.h"
+#include "ops/cuda/matmul.h"
 #include "ops/cuda_test_util.h"
+#include "ops/matmul_test_util.h"
 #include "ops/ref/attention.h"
 #include "ops/ref/kv_write.h"
 #include "unit/attention_batch_builder.h"
@@ -103,7 +106,48 @@ double run_case(const BuiltBatch& b, const Shape& sh, uint32_t seed, std::string
     *why = std::string("cuda: ") + cudaGetErrorString(e);
     return INFINITY;
   }
-  return testing::nmse(dout.to_host(), want);
+  const std::vector<float> got = dout.to_host();
+  // Through attention_matmul's fused path too: cuda::attention leaving out's int8 blocks for the output
+  // projection writes the same out, and the projection on those blocks equals the projection's own (K-quant
+  // weights, decode and verify widths).
+  if ((H * D) % cuda::kq::kBlock == 0 && T <= 64 && testing::invariant_matmul_env_on()) {
+    constexpr int64_t kProj = 64;
+    auto ctx = cuda::MatmulContext::create(64, H * D, kProj);
+    if (!ctx.ok()) {
+      *why = "matmul context: " + ctx.status().message();
+      return INFINITY;
+    }
+    const std::vector<uint8_t> wb = testing::make_weights(DType::kQ4_K, kProj, H * D, seed + 11);
+    cuda::DeviceMatrix dm = testing::upload_weights(DType::kQ4_K, wb, kProj, H * D);
+    if (cuda::matmul_quantizes_input(**ctx, dm, dout.get(), T)) {
+      testing::DeviceArray<float> dout2(T * H * D), y_own(T * kProj), y_fused(T * kProj);
+      bool ok = cudaMemset(dout2.get(), 0xFF, sizeof(float) * T * H * D) == cudaSuccess &&
+                cuda::matmul(**ctx, dm, dout.get(), T, y_own.get(), kProj, false, nullptr).ok();
+      const Status qs = cuda::attention(dq.get(), q_stride, reinterpret_cast<const __half*>(dk.get()),
+                                        reinterpret_cast<const __half*>(dv.get()), db, launch, dout2.get(), dws.get(),
+                                        ws, nullptr, ctx->get());
+      ok = ok && qs.ok() &&
+           cuda::matmul(**ctx, dm, dout2.get(), T, y_fused.get(), kProj, false, nullptr, /*x_quantized=*/true).ok() &&
+           cudaDeviceSynchronize() == cudaSuccess;
+      const std::vector<float> got2 = dout2.to_host(), a = y_own.to_host(), b2 = y_fused.to_host();
+      cuda::free_matrix(&dm);
+      if (!ok) {
+        *why = "cuda, with the output's int8 blocks: " + (qs.ok() ? std::string("a launch failed") : qs.message());
+        return INFINITY;
+      }
+      if (std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()) != 0) {
+        *why = "the output differs when its int8 blocks are written too";
+        return INFINITY;
+      }
+      if (std::memcmp(a.data(), b2.data(), sizeof(float) * a.size()) != 0) {
+        *why = "the projection of the attention's int8 blocks differs from the projection's own quantisation";
+        return INFINITY;
+      }
+    } else {
+      cuda::free_matrix(&dm);
+    }
+  }
+  return testing::nmse(got, want);
 }
 
 void expect_case(const std::vector<SeqSpec>& specs, const Shape& sh, uint32_t seed, const std::string& what,

@@ -704,12 +704,24 @@ Status CudaBackend::qk_norm_rope_kv_write(const Act& qkv, const PreparedVector* 
 }
 
 Status CudaBackend::attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) {
+  return run_attention(q, layer, a, out, nullptr);
+}
+
+Status CudaBackend::run_attention(const Act& q, int layer, const AttentionSpec& a, const Act& out,
+                                  cuda::MatmulContext* quant) {
   cuda::AttentionLaunch launch = cur_.launch;
   launch.scale = a.scale;
   launch.soft_cap = a.soft_cap;
   launch.sliding_window = a.sliding_window;
   return cuda::attention(q.data, q.stride, kv_.k[layer], kv_.v[layer], cur_.batch, launch, out.data, attn_ws_,
-                         attn_ws_bytes_, stream_);
+                         attn_ws_bytes_, stream_, quant);
+}
+
+Status CudaBackend::attention_matmul(const Act& q, int layer, const AttentionSpec& a, const Act& attn,
+                                     const PreparedMatrix& w, const Act& out, bool accumulate) {
+  if (!input_fusable(w, attn)) return OpBackend::attention_matmul(q, layer, a, attn, w, out, accumulate);
+  SAKER_RETURN_IF_ERROR(run_attention(q, layer, a, attn, matmul_.get()));
+  return matmul_quantized(w, attn, out, accumulate);
 }
 
 Status CudaBackend::swiglu(const Act& gate, const Act& up, const Act& out) {

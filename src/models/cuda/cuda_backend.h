@@ -84,6 +84,8 @@ class CudaBackend final : public OpBackend {
                                const PreparedVector* q_norm, const PreparedVector* k_norm, float eps,
                                const RopeSpec& rope, int layer) override;
   Status attention(const Act& q, int layer, const AttentionSpec& a, const Act& out) override;
+  Status attention_matmul(const Act& q, int layer, const AttentionSpec& a, const Act& attn, const PreparedMatrix& w,
+                          const Act& out, bool accumulate) override;
   Status swiglu(const Act& gate, const Act& up, const Act& out) override;
   Status geglu_tanh(const Act& gate, const Act& up, const Act& out) override;
   Status gated_matmul(GatedAct kind, const Act& gate, const Act& up, const Act& act, const PreparedMatrix& w,
@@ -95,8 +97,10 @@ class CudaBackend final : public OpBackend {
   void trace(const Act&, const char*, int, int64_t) override {}  // device memory: no host trace
 
  private:
-  // The fused input path of norm_matmul and gated_matmul.
+  // The fused input path of norm_matmul, gated_matmul and attention_matmul.
   bool input_fusable(const PreparedMatrix& w, const Act& in);
+  // attention(); quant: also leave out's int8 blocks in that context (attention_matmul's fused path).
+  Status run_attention(const Act& q, int layer, const AttentionSpec& a, const Act& out, cuda::MatmulContext* quant);
   Status matmul_quantized(const PreparedMatrix& w, const Act& in, const Act& out, bool accumulate);
   // One matmul call per part, written side by side into one output row: q|k|v -> [T, q_dim + 2 kv_dim].
   struct Matrix : PreparedMatrix {

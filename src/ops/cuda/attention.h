@@ -18,6 +18,8 @@
 
 namespace saker::cuda {
 
+class MatmulContext;  // ops/cuda/matmul.h
+
 // Device view of a packed batch: `data` points at the device copy of the packed array.
 struct DeviceAttentionBatch {
   PackedAttentionLayout layout;
@@ -82,8 +84,12 @@ size_t attention_workspace_bytes(const DeviceAttentionBatch& batch, const Attent
 // q: [n_tokens, n_head, head_dim] f32 (row stride `q_stride` floats between tokens); out: [n_tokens, n_head,
 // head_dim] f32 packed. Chooses a decode kernel (few queries per sequence, split over the keys) or a
 // prefill kernel (tiles of queries) from the batch shape.
+// quant: when given, out's int8 activation blocks are also left in its scratch for matmul(..., x_quantized =
+// true), as rms_norm_quantized does (the combine of a split plan writes them, other plans a quantisation launch
+// after the kernel; the same bits as the matmul's own). n_head * head_dim must then be a multiple of 256 and
+// the tokens within the scratch (matmul_quantizes_input held for out).
 Status attention(const float* q, int64_t q_stride, const __half* k_cache, const __half* v_cache,
                  const DeviceAttentionBatch& batch, const AttentionLaunch& launch, float* out, void* workspace,
-                 size_t workspace_bytes, cudaStream_t stream);
+                 size_t workspace_bytes, cudaStream_t stream, MatmulContext* quant = nullptr);
 
 }  // namespace saker::cuda

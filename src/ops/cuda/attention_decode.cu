@@ -17,6 +17,7 @@
 #include "ops/cuda/attention_tiles.cuh"
 #include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/kq_device.cuh"
 
 namespace saker::cuda::detail {
 namespace {
@@ -256,19 +257,24 @@ constexpr int kCombineThreads = kCombineWarps * 32;
 constexpr int kInFlight = 8;
 
 template <int D>
-__global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float2* __restrict__ part_ml,
-                                                                  const float* __restrict__ part_acc,
-                                                                  int32_t n_splits, int64_t n_rows,
-                                                                  float* __restrict__ out) {
-  chain_in();
+struct CombineShared {
+  float weight_s[kCombineMaxSplits];
+  float red_s[kCombineWarps];
+  __align__(16) float4 sum_s[kCombineWarps][D / 4];
+};
+
+// One row (t * n_head + h) of the combine, by the whole block; ends with the row written and every thread
+// past its last read of the shared arrays' sums (the caller's next row may reuse them after a barrier).
+template <int D>
+__device__ __forceinline__ void combine_row(const float2* __restrict__ part_ml, const float* __restrict__ part_acc,
+                                            int32_t n_splits, int64_t n_rows, int64_t row, float* out,
+                                            CombineShared<D>& sh) {
   constexpr int kVec = D / 4;             // float4 per row
   constexpr int kPer = (kVec + 31) / 32;  // float4 a lane owns: lane + 32 k below kVec
-  __shared__ float weight_s[kCombineMaxSplits];
-  __shared__ float red_s[kCombineWarps];
-  __shared__ __align__(16) float4 sum_s[kCombineWarps][kVec];
+  float* weight_s = sh.weight_s;
+  float* red_s = sh.red_s;
+  auto& sum_s = sh.sum_s;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t row = blockIdx.x;  // row = t * n_head + h
-  if (row >= n_rows) return;       // the whole block leaves: no barrier follows
 
   float m = -INFINITY;
   for (int i = threadIdx.x; i < n_splits; i += kCombineThreads) m = fmaxf(m, part_ml[i * n_rows + row].x);
@@ -338,6 +344,37 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float2* 
 }
 
 template <int D>
+__global__ void __launch_bounds__(kCombineThreads)
+    combine_kernel(const float2* __restrict__ part_ml, const float* __restrict__ part_acc, int32_t n_splits,
+                   int64_t n_rows, float* out) {
+  chain_in();
+  __shared__ CombineShared<D> sh;
+  const int64_t row = blockIdx.x;  // row = t * n_head + h
+  if (row >= n_rows) return;       // the whole block leaves: no barrier follows
+  combine_row<D>(part_ml, part_acc, n_splits, n_rows, row, out, sh);
+}
+
+// The combine that also writes the K-quant matmul's activation blocks of out: block b combines the 256 / D
+// rows (heads of one token) of activation block b, one after another exactly as combine_kernel does each, then
+// one warp quantises the block from what the block wrote (kq_quantize_warp, as the quantisation kernel).
+template <int D>
+__global__ void __launch_bounds__(kCombineThreads)
+    combine_quantize_kernel(const float2* __restrict__ part_ml, const float* __restrict__ part_acc, int32_t n_splits,
+                            int64_t n_rows, float* out, int8_t* __restrict__ xq, kq::KxBlock* __restrict__ kx) {
+  chain_in();
+  constexpr int kRows = 256 / D;
+  __shared__ CombineShared<D> sh;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  if (row0 >= n_rows) return;  // whole block
+  for (int r = 0; r < kRows; ++r) {
+    if (r > 0) __syncthreads();  // the shared sums of the previous row are read before they are rewritten
+    combine_row<D>(part_ml, part_acc, n_splits, n_rows, row0 + r, out, sh);
+  }
+  __syncthreads();  // the block's rows are written (and visible to the block) before the warp reads them
+  if (threadIdx.x < 32) kq_quantize_warp(out + row0 * D, xq + row0 * D, kx + blockIdx.x, threadIdx.x);
+}
+
+template <int D>
 Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
   static std::atomic<uint64_t> smem_set{0};
   return launch_on_split_grid(split_attention_kernel<D>, kThreads,
@@ -351,6 +388,14 @@ Status combine(const SplitAttentionArgs& a, cudaStream_t stream) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: more key splits than the combine holds");
   }
   const int64_t n_rows = static_cast<int64_t>(a.layout.n_tokens) * a.n_head;
+  if constexpr (256 % D == 0) {
+    if (combine_quantizes(a)) {
+      launch_chained(combine_quantize_kernel<D>, static_cast<unsigned>(n_rows / (256 / D)), kCombineThreads, 0, stream,
+                     a.part_ml, a.part_acc, a.n_splits, n_rows, a.out, a.out_xq, static_cast<kq::KxBlock*>(a.out_kx));
+      SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+      return {};
+    }
+  }
   launch_chained(combine_kernel<D>, static_cast<unsigned>(n_rows), kCombineThreads, 0, stream, a.part_ml, a.part_acc,
                  a.n_splits, n_rows, a.out);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());

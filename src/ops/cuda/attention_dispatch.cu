@@ -11,6 +11,7 @@
 #include "ops/cuda/attention.h"
 #include "ops/cuda/attention_kernels.h"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/kq_device.cuh"
 
 namespace saker::cuda {
 namespace {
@@ -226,9 +227,17 @@ size_t attention_workspace_bytes(const DeviceAttentionBatch& batch, const Attent
 
 Status attention(const float* q, int64_t q_stride, const __half* k_cache, const __half* v_cache,
                  const DeviceAttentionBatch& batch, const AttentionLaunch& launch, float* out, void* workspace,
-                 size_t workspace_bytes, cudaStream_t stream) {
+                 size_t workspace_bytes, cudaStream_t stream, MatmulContext* quant) {
   SAKER_RETURN_IF_ERROR(check(batch, launch));
   if (batch.layout.n_tokens <= 0) return {};
+  const int64_t n_out = static_cast<int64_t>(launch.n_head) * launch.head_dim;
+  detail::Q8Scratch q8;
+  if (quant != nullptr) {
+    q8 = detail::q8_scratch(*quant);
+    if (n_out % kq::kBlock != 0 || batch.layout.n_tokens > q8.rows || n_out > q8.n_in) {
+      return make_error(StatusCode::kInvalidArgument, "cuda attention: output outside the int8 scratch");
+    }
+  }
   if (q_stride < static_cast<int64_t>(launch.n_head) * launch.head_dim) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: q_stride below n_head * head_dim");
   }
@@ -264,11 +273,28 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
     a.part_ml = static_cast<float2*>(workspace);
     a.part_acc = reinterpret_cast<float*>(static_cast<char*>(workspace) + plan.ml_bytes);
   }
-  if (plan.tiled) return detail::launch_tiled_attention(a, stream, plan.paired);
-  if (plan.warp) return detail::launch_warp_decode_attention(a, stream);
-  if (plan.decode_mma) return detail::launch_decode_mma_attention(a, stream);
-  if (plan.verify) return detail::launch_verify_attention(a, stream);
-  return plan.decode ? detail::launch_decode_attention(a, stream) : detail::launch_split_attention(a, stream);
+  if (quant != nullptr) {
+    a.out_xq = q8.xq;
+    a.out_kx = q8.xs;
+  }
+  if (plan.tiled) {
+    SAKER_RETURN_IF_ERROR(detail::launch_tiled_attention(a, stream, plan.paired));
+  } else if (plan.warp) {
+    SAKER_RETURN_IF_ERROR(detail::launch_warp_decode_attention(a, stream));
+  } else if (plan.decode_mma) {
+    SAKER_RETURN_IF_ERROR(detail::launch_decode_mma_attention(a, stream));
+  } else if (plan.verify) {
+    SAKER_RETURN_IF_ERROR(detail::launch_verify_attention(a, stream));
+  } else {
+    SAKER_RETURN_IF_ERROR(plan.decode ? detail::launch_decode_attention(a, stream)
+                                      : detail::launch_split_attention(a, stream));
+  }
+  // The plans whose combine did not write the blocks (one split, the tiles): quantised here, as the matmul would.
+  if (quant != nullptr && (plan.tiled || !detail::combine_quantizes(a))) {
+    return detail::launch_kx_quantize(out, batch.layout.n_tokens, n_out, q8.xq, reinterpret_cast<kq::KxBlock*>(q8.xs),
+                                      stream);
+  }
+  return {};
 }
 
 }  // namespace saker::cuda

@@ -31,7 +31,19 @@ struct SplitAttentionArgs {
   float* out = nullptr;              // [n_tokens, n_head, head_dim] f32, written directly when n_splits == 1
   float2* part_ml = nullptr;         // [n_splits, n_tokens, n_head] (running max, sum) when n_splits > 1
   float* part_acc = nullptr;         // [n_splits, n_tokens, n_head, head_dim] unnormalised sums
+  // Set: the K-quant matmul's activation blocks of out ([n_tokens, n_head head_dim] as one matrix row a token,
+  // kq_canon.h) are written too: by the combine itself where combine_quantizes(), else by a quantisation
+  // launch after the kernels (the same bits either way).
+  int8_t* out_xq = nullptr;
+  void* out_kx = nullptr;
 };
+
+// Whether the combine of this launch writes out's activation blocks itself: it runs (n_splits > 1), and a
+// 256-element block holds whole heads of one token (head_dim divides 256, n_head head_dim a multiple of it).
+inline bool combine_quantizes(const SplitAttentionArgs& a) {
+  return a.out_xq != nullptr && a.n_splits > 1 && a.head_dim > 0 && 256 % a.head_dim == 0 &&
+         (static_cast<int64_t>(a.n_head) * a.head_dim) % 256 == 0;
+}
 
 // Most query vectors (token rows x heads of one KV head) one split-K block holds.
 constexpr int32_t split_max_queries(int32_t head_dim) { return head_dim <= 128 ? 64 : 8192 / head_dim; }

@@ -108,6 +108,10 @@ __device__ __forceinline__ void kq_quantize_warp(const float* xs_blk, int8_t* __
   kq_quantize_values(v, live, xq_blk, kb, lane);
 }
 
+// x [rows, n_in] f32 (rows of n_in floats) -> the K-quant kernels' activation blocks (xq codes [rows, n_in], kx
+// [rows, ceil(n_in / 256)]), one launch: the quantisation launch_matmul_kq runs first.
+Status launch_kx_quantize(const float* x, int64_t rows, int64_t n_in, int8_t* xq, kq::KxBlock* kx, cudaStream_t stream);
+
 // The launchers behind launch_matmul_kq, after x is quantised (xq codes, kx metadata).
 Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
                      int64_t out_stride, bool accumulate, cudaStream_t stream);

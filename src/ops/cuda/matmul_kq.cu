@@ -64,15 +64,20 @@ bool matmul_kq_supported(const DeviceMatrix& w, const float* x, int64_t rows, in
   return (reinterpret_cast<uintptr_t>(w.data) & 15) == 0 && (reinterpret_cast<uintptr_t>(x) & 3) == 0;
 }
 
-Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
-                        bool accumulate, int8_t* xq, void* kx_scratch, cudaStream_t stream) {
-  auto* kx = static_cast<KxBlock*>(kx_scratch);
-  const int64_t n_row_blocks = (w.n_in + kq::kBlock - 1) / kq::kBlock;
+Status launch_kx_quantize(const float* x, int64_t rows, int64_t n_in, int8_t* xq, KxBlock* kx, cudaStream_t stream) {
+  const int64_t n_row_blocks = (n_in + kq::kBlock - 1) / kq::kBlock;
   const int64_t n_blocks_total = rows * n_row_blocks;
   if (n_blocks_total > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: x too large");
   launch_chained(kx_quantize_kernel, static_cast<unsigned>((n_blocks_total + kQuantWarps - 1) / kQuantWarps),
-                 kQuantWarps * 32, 0, stream, x, xq, kx, n_blocks_total, w.n_in, n_row_blocks);
+                 kQuantWarps * 32, 0, stream, x, xq, kx, n_blocks_total, n_in, n_row_blocks);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return {};
+}
+
+Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, float* out, int64_t out_stride,
+                        bool accumulate, int8_t* xq, void* kx_scratch, cudaStream_t stream) {
+  auto* kx = static_cast<KxBlock*>(kx_scratch);
+  SAKER_RETURN_IF_ERROR(launch_kx_quantize(x, rows, w.n_in, xq, kx, stream));
   return launch_kq_quantized(w, xq, kx, rows, out, out_stride, accumulate, stream);
 }
 
