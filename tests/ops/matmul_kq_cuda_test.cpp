@@ -271,8 +271,8 @@ TEST(CudaMatmulKq, GatedFusedQuantisationEqualsSeparateOps) {
   }
 }
 
-// Bad calls are refused with a reason, not run: a width that is not whole 256-element blocks, more rows than
-// the scratch holds, an output over its own input.
+// Bad calls are refused with a reason, not run: a width that is not whole 256-element blocks, a width past the
+// scratch's, an output over its own input.
 TEST(CudaMatmulKq, GatedFusedQuantisationRefusesBadShapes) {
   SAKER_REQUIRE_GPU();
   auto ctx = cuda::MatmulContext::create(4, 512, 64);
@@ -282,7 +282,7 @@ TEST(CudaMatmulKq, GatedFusedQuantisationRefusesBadShapes) {
       cuda::gated_quantized(**ctx, cuda::GatedKind::kSilu, gu.get(), gu.get() + 300, 600, act.get(), 1, 300, nullptr)
           .ok());
   EXPECT_FALSE(
-      cuda::gated_quantized(**ctx, cuda::GatedKind::kSilu, gu.get(), gu.get() + 512, 1024, act.get(), 8, 512, nullptr)
+      cuda::gated_quantized(**ctx, cuda::GatedKind::kSilu, gu.get(), gu.get() + 768, 1536, act.get(), 1, 768, nullptr)
           .ok());
   EXPECT_FALSE(
       cuda::gated_quantized(**ctx, cuda::GatedKind::kSilu, gu.get(), gu.get() + 512, 1024, gu.get(), 1, 512, nullptr)
