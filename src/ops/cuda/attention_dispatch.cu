@@ -234,11 +234,11 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
   detail::Q8Scratch q8;
   if (quant != nullptr) {
     q8 = detail::q8_scratch(*quant);
-    if (n_out % kq::kBlock != 0 || batch.layout.n_tokens > q8.rows || n_out > q8.n_in) {
+    if (!detail::q8_scratch_holds(q8, batch.layout.n_tokens, n_out)) {
       return make_error(StatusCode::kInvalidArgument, "cuda attention: output outside the int8 scratch");
     }
   }
-  if (q_stride < static_cast<int64_t>(launch.n_head) * launch.head_dim) {
+  if (q_stride < n_out) {
     return make_error(StatusCode::kInvalidArgument, "cuda attention: q_stride below n_head * head_dim");
   }
   Plan plan = make_plan(batch, launch, q, q_stride);

@@ -65,7 +65,7 @@ Status launch_quantized(MatmulContext& ctx, const float* gate, const float* up, 
                         int64_t n_tokens, int64_t n, cudaStream_t stream, const char* name) {
   if (n_tokens <= 0 || n <= 0) return {};
   const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
-  if (n % kq::kBlock != 0 || n_tokens > q8.rows || n > q8.n_in) {
+  if (!detail::q8_scratch_holds(q8, n_tokens, n)) {
     return make_error(StatusCode::kInvalidArgument, std::string(name) + ": shape outside the int8 scratch");
   }
   if (in_stride < n) return make_error(StatusCode::kInvalidArgument, std::string(name) + ": in_stride below n");

@@ -28,7 +28,7 @@ struct ColMeta {  // one activation row's KxBlock of one weight block
   // Selects, not indexing: j may differ between lanes, and an indexed array would go to local memory.
   __device__ __forceinline__ int shift(int j) const {
     const uint32_t w = (j & 4) ? sh[1] : sh[0];
-    return static_cast<int>((w >> (8 * (j & 3))) & 0xFF);
+    return static_cast<int>(__byte_perm(w, 0, 0x4440 | (j & 3)));  // one PRMT, not a shift and a mask
   }
   __device__ __forceinline__ int qsum(int j) const {
     const uint32_t w = (j & 4) ? ((j & 2) ? qs[3] : qs[2]) : ((j & 2) ? qs[1] : qs[0]);

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "ops/cuda/dequant_blocks.h"
+#include "ops/cuda/kq_canon.h"
 #include "ops/cuda/matmul.h"
 #include "ops/cuda/q8_dot.h"
 
@@ -115,6 +116,11 @@ struct Q8Scratch {
   int64_t rows = 0, n_in = 0;
 };
 Q8Scratch q8_scratch(MatmulContext& ctx);
+// Whether a producer that writes the K-quant kernels' activation blocks (rows x n, whole 256-element blocks)
+// fits the scratch: the check of every such producer (the fused norm, the gated unit, the attention's combine).
+inline bool q8_scratch_holds(const Q8Scratch& q8, int64_t rows, int64_t n) {
+  return n % kq::kBlock == 0 && rows <= q8.rows && n <= q8.n_in;
+}
 
 // The context's f16 / bf16 activation scratch (min(max_rows, 64) x max_n_in 16-bit values).
 struct X16Scratch {

@@ -78,7 +78,7 @@ __device__ __forceinline__ void fold_scaled(int (&T)[4], const int (&s)[4], int 
 }
 
 __device__ __forceinline__ int byte_at(const uint32_t (&w)[2], int j) {
-  return static_cast<int>((w[j >> 2] >> (8 * (j & 3))) & 0xFF);
+  return static_cast<int>(__byte_perm(w[j >> 2], 0, 0x4440 | (j & 3)));  // byte j, zero-extended: one PRMT
 }
 
 // ---- where a warp reads its B fragments (column g's activation codes of the current block, per n-tile;
@@ -432,13 +432,31 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
   };
 
   // The copy cursor: the next (unit, block) this warp stages. Lane l copies chunks l & 1, (l & 1) + 2, ...
-  // of row l >> 1, so each copy instruction reads 32 contiguous bytes of every row.
+  // of row l >> 1, so each copy instruction reads 32 contiguous bytes of every row; with kXs, lane l copies
+  // chunk l & 15 of activation rows (l >> 4) + 2k. What depends on the unit only (its weight rows, its first
+  // activation row) is set when the cursor enters it: a copy is then address arithmetic and the copies
+  // themselves (a division and the 64-bit row products at every copy were 180 of the 636 instructions of
+  // a 16-row Q4_K block step; without them ~550). Measured no faster (H100, 16-64 rows within noise): the
+  // warps wait on their stages' copies, not on issue (docs/performance.md).
   int copy_unit = blockIdx.x;
   int copy_i = 0, copy_n = 0;  // block index within the unit; items issued so far
+  const uint8_t* copy_w = nullptr;  // this lane's weight row of the unit's tile, at the warp's first block
+  const int8_t* copy_x = nullptr;   // kXs: this lane's activation chunk (lane & 15) of row copy_x_row
+  int copy_x_row = 0;               // kXs: the unit's activation row for k = 0 (first + (lane >> 4))
+  bool copy_x_whole = false;        // kXs: all 8 NT rows of the unit lie inside the call (warp-uniform)
+  auto enter_unit = [&]() {
+    if (copy_unit >= n_units) return;
+    const int tile = copy_unit / n_groups;
+    copy_w = row_ptr(tile, lane >> 1) + static_cast<int64_t>(warp) * F::kBlockBytes;
+    const int first = (copy_unit - tile * n_groups) * 8 * NT;
+    copy_x_row = first + (lane >> 4);
+    copy_x_whole = first + 8 * NT <= rows;
+    copy_x = xq + static_cast<int64_t>(min(copy_x_row, rows - 1)) * n_in + 16 * (lane & 15);
+  };
+  enter_unit();
   auto issue = [&]() {
     if (my_blocks > 0 && copy_unit < n_units) {
-      const uint8_t* src = row_ptr(copy_unit / n_groups, lane >> 1) +
-                           static_cast<int64_t>(warp + kKqWarps * copy_i) * F::kBlockBytes;
+      const uint8_t* src = copy_w + static_cast<int64_t>(kKqWarps * F::kBlockBytes) * copy_i;
       src = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t{15}) + 16 * (lane & 1);
       uint8_t* stage = stages + (copy_n % kStages) * kStage;
       uint8_t* dst = stage + (lane >> 1) * F::kRowStride + 16 * (lane & 1);
@@ -447,18 +465,33 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
         if (2 * k + (lane & 1) < F::kChunks) cp_async16(dst + 32 * k, src + 32 * k);
       }
       if constexpr (kXs) {  // the block's 256 codes of the unit's 8 NT activation rows: 16 chunks a row
-        const int b = warp + kKqWarps * copy_i, first = (copy_unit % n_groups) * 8 * NT;
+        const int c = lane & 15;
+        const int64_t b_at = static_cast<int64_t>(warp + kKqWarps * copy_i) * kq::kBlock;
+        const bool inside = b_at + 16 * c < n_in;  // else zero-filled, from any valid address
         uint8_t* xs = stage + 16 * F::kRowStride;
+        if (copy_x_whole) {  // rows copy_x_row + 2k, a fixed stride apart
+          const int8_t* from = copy_x + (inside ? b_at : 0);
 #pragma unroll
-        for (int k = 0; k < 4 * NT; ++k) {
-          const int idx = lane + 32 * k, r = idx >> 4, c = idx & 15;
-          const int64_t e = static_cast<int64_t>(b) * kq::kBlock + 16 * c;  // element in the row
-          const int8_t* from = xq + static_cast<int64_t>(min(first + r, rows - 1)) * n_in + (e < n_in ? e : 0);
-          cp_async16(xs + r * kq::kBlock + (XStaged::chunk_at(r, c) << 4), from, e < n_in);
+          for (int k = 0; k < 4 * NT; ++k) {
+            const int r = (lane >> 4) + 2 * k;  // the chunk's row in the stage
+            cp_async16(xs + r * kq::kBlock + (XStaged::chunk_at(r, c) << 4), from + 2 * k * n_in, inside);
+          }
+        } else {  // the last group of rows: rows past the call's re-read its last
+          const int8_t* from = xq + (inside ? b_at + 16 * c : 0);
+#pragma unroll
+          for (int k = 0; k < 4 * NT; ++k) {
+            const int r = (lane >> 4) + 2 * k;
+            const int src_row = min(copy_x_row + 2 * k, rows - 1);
+            cp_async16(xs + r * kq::kBlock + (XStaged::chunk_at(r, c) << 4), from + src_row * n_in, inside);
+          }
         }
       }
       ++copy_n;
-      if (++copy_i == my_blocks) copy_i = 0, copy_unit += gridDim.x;
+      if (++copy_i == my_blocks) {
+        copy_i = 0;
+        copy_unit += gridDim.x;
+        enter_unit();
+      }
     }
     cp_async_commit();  // possibly empty: the group count stays uniform
   };
@@ -482,34 +515,40 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
       for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
     }
     for (int i = 0; i < my_blocks; ++i, ++item) {
+      const int b = warp + kKqWarps * i;
+      // The C columns' activation metadata (columns 2t, 2t + 1; rows past the call's read its last), from
+      // L1 / L2: loaded first, so that their latency passes under the wait for the stage and the next copy's
+      // issue (loaded right before the arithmetic, their first use was where the warps waited most after
+      // the stage itself: ncu, H100; the move measured within noise: the wait for the stage is the larger).
+      ColMeta col[NT][2];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        col[nt][0] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t, rows_u - 1)) * n_blocks + b);
+        col[nt][1] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t + 1, rows_u - 1)) * n_blocks + b);
+      }
       cp_async_wait<kStages - 2>();
       __syncwarp();  // every lane's copies of this block have landed, and every lane is done with block i - 1
       // The next copy goes out before this block's arithmetic, into the stage block i - 1 used, so that it
       // overlaps the arithmetic (issued after it, as before, a warp of two stages had no copy in flight
       // while it computed: the MMAs and the next block's DRAM latency took turns).
       issue();
-      const int b = warp + kKqWarps * i;
       const uint8_t* st = stages + (item % kStages) * kStage;
       const uintptr_t boff = static_cast<uintptr_t>(b) * F::kBlockBytes;
       const uint8_t* s0 = st + g * F::kRowStride;
       const uint8_t* s1 = st + (g + 8) * F::kRowStride;
       const int at0 = static_cast<int>((row_lo0 + boff) & 15), at1 = static_cast<int>((row_lo1 + boff) & 15);
       const typename F::Hdr h0 = F::load_hdr(s0, at0, t), h1 = F::load_hdr(s1, at1, t);
-      // B rows (column g of each n-tile) and the C columns 2t, 2t+1; rows past the call's read its last.
+      // B rows (column g of each n-tile).
       std::conditional_t<kXs, XStaged, XGlobal<NT>> xb;
       if constexpr (kXs) {
         xb.rows = st + 16 * F::kRowStride;
         xb.g = g;
-      }
-      ColMeta col[NT][2];
+      } else {
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        if constexpr (!kXs) {
+        for (int nt = 0; nt < NT; ++nt) {
           const int brow = min(nt * 8 + g, rows_u - 1);
           xb.p[nt] = xq_u + static_cast<int64_t>(brow) * n_in + static_cast<int64_t>(b) * kq::kBlock;
         }
-        col[nt][0] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t, rows_u - 1)) * n_blocks + b);
-        col[nt][1] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t + 1, rows_u - 1)) * n_blocks + b);
       }
       float v[NT][4];
       F::template block_values<NT>(h0, h1, s0, at0, s1, at1, xb, col, t, b == n_blocks - 1 ? tail_subs : 8, v);

@@ -83,7 +83,7 @@ Status rms_norm_quantized(MatmulContext& ctx, const float* x, const float* w, fl
                           float eps, cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return {};
   const detail::Q8Scratch q8 = detail::q8_scratch(ctx);
-  if (n % kq::kBlock != 0 || rows > q8.rows || n > q8.n_in) {
+  if (!detail::q8_scratch_holds(q8, rows, n)) {
     return make_error(StatusCode::kInvalidArgument, "cuda rms_norm_quantized: shape outside the int8 scratch");
   }
   if (!(eps >= 0.0f)) return make_error(StatusCode::kInvalidArgument, "cuda rms_norm: eps must be >= 0");
