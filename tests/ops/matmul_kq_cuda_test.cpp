@@ -95,17 +95,19 @@ struct Shape {
   int64_t n_out, n_in;
 };
 
-// Odd n_out (a partial last tile), n_in of 1, 9 (streams of unequal length) and 16 blocks.
+// Odd n_out (a partial last tile), n_in of 1, 9 (streams of unequal length), 16, 48 and 56 blocks (48: the
+// 8B down projection's width; every row count covers each of them).
 constexpr Shape kShapes[] = {
     {DType::kQ4_K, 301, 2304}, {DType::kQ4_K, 37, 256},   {DType::kQ5_K, 77, 2304},
     {DType::kQ5_K, 16, 4096},  {DType::kQ6_K, 301, 2304}, {DType::kQ6_K, 45, 4096},
+    {DType::kQ4_K, 19, 12288}, {DType::kQ6_K, 21, 14336},
 };
 
 TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
   SAKER_REQUIRE_GPU();
   if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   constexpr int64_t kRows = 64;
-  auto ctx = cuda::MatmulContext::create(kRows, 4096, 301);
+  auto ctx = cuda::MatmulContext::create(kRows, 14336, 301);
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 4100;
   for (const Shape& sh : kShapes) {
@@ -150,7 +152,7 @@ TEST(CudaMatmulKq, RowsAreWidthInvariantUpTo64) {
   SAKER_REQUIRE_GPU();
   if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
   constexpr int64_t kRows = 64;
-  auto ctx = cuda::MatmulContext::create(kRows, 4096, 301);
+  auto ctx = cuda::MatmulContext::create(kRows, 14336, 301);
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 4300;
   for (const Shape& sh : kShapes) {
