@@ -20,8 +20,9 @@
 //                     (the bits of a row then depend on the batch) instead of fixed 128-key slices; with it,
 //                     "decode": the flash-decode kernel (kDecode) for 1-7 rows instead of split-K; "noverify":
 //                     never the verify kernel (kVerify); "warp": the warp decode kernel (kWarpDecode) for one
-//                     token per sequence. "notiled": never the tiled prefill kernel. Forced kernels are
-//                     unaffected.
+//                     token per sequence. "notiled": never the tiled prefill kernel; "oneslice": the fixed-slice
+//                     tensor-core kernel runs one block a key slice instead of blocks that take several (same
+//                     bits). Forced kernels are unaffected.
 
 #include <string>
 

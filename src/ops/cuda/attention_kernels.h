@@ -85,12 +85,14 @@ Status launch_split_combine(const SplitAttentionArgs& a, cudaStream_t stream);
 // Launches `kernel` over the split-K grid (n_splits, n_head_kv, ceil(n_tokens / rows_per_tile)) with `smem`
 // bytes of dynamic shared memory (the limit raised once to max_smem, the kernel's largest launch), then the
 // combine, chained (chained_launch.cuh: the kernel starts with chain_in()). For .cu files (a kernel launch).
+// grid_x > 0: that many blocks along the splits instead of one a split (a kernel that loops over its splits).
 template <typename Kernel>
 Status launch_on_split_grid(Kernel kernel, int threads, size_t smem, size_t max_smem, std::atomic<uint64_t>* smem_set,
-                            const SplitAttentionArgs& a, cudaStream_t stream) {
+                            const SplitAttentionArgs& a, cudaStream_t stream, int32_t grid_x = 0) {
   if (max_smem > 0) SAKER_RETURN_IF_ERROR(allow_dynamic_smem(kernel, max_smem, smem_set));
   const int32_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
-  const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_tiles));
+  const dim3 grid(static_cast<unsigned>(grid_x > 0 ? grid_x : a.n_splits), static_cast<unsigned>(a.n_head_kv),
+                  static_cast<unsigned>(n_tiles));
   launch_chained(kernel, grid, dim3(threads), smem, stream, a);
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return launch_split_combine(a, stream);
