@@ -365,14 +365,22 @@ int32_t slice_grid_x(int32_t n_splits, int64_t blocks_a_slice, int64_t resident)
   if (env != nullptr && std::strstr(env, "oneslice") != nullptr) return n_splits;
   int32_t best = n_splits;
   int64_t best_cost = INT64_MAX;
-  for (int32_t gx = 1; gx <= n_splits; ++gx) {
+  auto consider = [&](int64_t gx) {  // the smallest grid of the lowest cost wins
+    if (gx < 1 || gx > n_splits) return;
     const int64_t waves = (gx * blocks_a_slice + resident - 1) / resident;
     const int64_t cost = waves * ((n_splits + gx - 1) / gx + 1);
-    if (cost < best_cost) {
+    if (cost < best_cost || (cost == best_cost && gx < best)) {
       best_cost = cost;
-      best = gx;
+      best = static_cast<int32_t>(gx);
     }
-  }
+  };
+  // Waves grow with the grid, so for each count of slices a block k the smallest grid giving it,
+  // ceil(n_splits / k), is the one to try: every grid up to sqrt(n_splits), then those of k up to it (a launch
+  // tries ~2 sqrt(n_splits) grids, not n_splits; the same choice as trying them all).
+  int64_t gx = 1;
+  for (; gx * gx <= n_splits; ++gx) consider(gx);
+  consider(gx);
+  for (int64_t k = 1; k * k <= n_splits; ++k) consider((n_splits + k - 1) / k);
   return best;
 }
 
