@@ -30,6 +30,7 @@
 #include "ops/cuda/attention_tiles.cuh"
 #include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/slice_grid.h"
 
 namespace saker::cuda::detail {
 namespace {
@@ -355,33 +356,13 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
   }                     // rounds
 }
 
-// Blocks along the slices: the count whose blocks finish the slices soonest, a block's start counted as one
-// slice's work (gathering its rows and queries, its first tile's latency) and blocks past what stays resident
-// running in later waves. One block a slice (the grid's old shape) left most of a block's life without K/V in
-// flight at long contexts: 32,768 keys were 256 slices of 128 keys, each a short block.
-// SAKER_CUDA_ATTENTION=oneslice keeps one block a slice (to compare; same bits).
+// Blocks along the slices (best_slice_grid, slice_grid.h). One block a slice (the grid's old shape) left most
+// of a block's life without K/V in flight at long contexts: 32,768 keys were 256 slices of 128 keys, each a
+// short block. SAKER_CUDA_ATTENTION=oneslice keeps one block a slice (to compare; same bits).
 int32_t slice_grid_x(int32_t n_splits, int64_t blocks_a_slice, int64_t resident) {
   const char* env = debug_env().cuda_attention;
   if (env != nullptr && std::strstr(env, "oneslice") != nullptr) return n_splits;
-  int32_t best = n_splits;
-  int64_t best_cost = INT64_MAX;
-  auto consider = [&](int64_t gx) {  // the smallest grid of the lowest cost wins
-    if (gx < 1 || gx > n_splits) return;
-    const int64_t waves = (gx * blocks_a_slice + resident - 1) / resident;
-    const int64_t cost = waves * ((n_splits + gx - 1) / gx + 1);
-    if (cost < best_cost || (cost == best_cost && gx < best)) {
-      best_cost = cost;
-      best = static_cast<int32_t>(gx);
-    }
-  };
-  // Waves grow with the grid, so for each count of slices a block k the smallest grid giving it,
-  // ceil(n_splits / k), is the one to try: every grid up to sqrt(n_splits), then those of k up to it (a launch
-  // tries ~2 sqrt(n_splits) grids, not n_splits; the same choice as trying them all).
-  int64_t gx = 1;
-  for (; gx * gx <= n_splits; ++gx) consider(gx);
-  consider(gx);
-  for (int64_t k = 1; k * k <= n_splits; ++k) consider((n_splits + k - 1) / k);
-  return best;
+  return best_slice_grid(n_splits, blocks_a_slice, resident);
 }
 
 template <int D, int MT>
