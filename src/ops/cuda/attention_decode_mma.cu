@@ -30,6 +30,7 @@
 #include "ops/cuda/attention_tiles.cuh"
 #include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/resident_blocks.h"
 #include "ops/cuda/slice_grid.h"
 
 namespace saker::cuda::detail {
@@ -373,15 +374,9 @@ Status launch(const SplitAttentionArgs& a, cudaStream_t stream) {
   SAKER_RETURN_IF_ERROR(allow_dynamic_smem(decode_mma_kernel<D, MT>, G::kSmem, &smem_set));
   int dev = 0;
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
-  int64_t resident = resident_cache[dev & 63].load(std::memory_order_acquire);
-  if (resident <= 0) {  // blocks resident at once (neither call is a stream operation: allowed during capture)
-    int per_sm = 0, sms = 0;
-    SAKER_CUDA_RETURN_IF_ERROR(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_mma_kernel<D, MT>, kThreads, G::kSmem));
-    SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    resident = static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * sms;
-    resident_cache[dev & 63].store(resident, std::memory_order_release);
-  }
+  SAKER_ASSIGN_OR_RETURN(const int64_t resident, once_per_device(resident_cache, dev, [&] {
+                           return resident_blocks(decode_mma_kernel<D, MT>, kThreads, G::kSmem, dev);
+                         }));
   const int64_t n_tiles = (a.layout.n_tokens + a.rows_per_tile - 1) / a.rows_per_tile;
   return launch_on_split_grid(decode_mma_kernel<D, MT>, kThreads, G::kSmem, G::kSmem, &smem_set, a, stream,
                               slice_grid_x(a.n_splits, a.n_head_kv * n_tiles, resident));

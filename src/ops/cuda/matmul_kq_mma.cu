@@ -44,6 +44,7 @@
 #include "ops/cuda/kq_device.cuh"
 #include "ops/cuda/matmul_internal.cuh"
 #include "ops/cuda/q32_layout.h"
+#include "ops/cuda/resident_blocks.h"
 
 namespace saker::cuda::detail {
 namespace {
@@ -583,16 +584,6 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
   }
 }
 
-// A per-device figure computed once (devices 0..63), such as an instantiation's resident blocks.
-template <class Compute>
-Result<int64_t> once_per_device(std::atomic<int64_t> (&cache)[64], int device, Compute&& compute) {
-  std::atomic<int64_t>& slot = cache[device & 63];
-  if (const int64_t v = slot.load(std::memory_order_acquire); v > 0) return v;
-  SAKER_ASSIGN_OR_RETURN(const int64_t v, compute());
-  slot.store(v, std::memory_order_release);
-  return v;
-}
-
 // Resident blocks of one instantiation per SM on a device (for the persistent grid), after the shared-memory
 // opt-in it needs above 48 KB (neither is a stream operation, so both are allowed while a graph is being
 // captured; a shape also runs eagerly before capture).
@@ -603,11 +594,7 @@ Result<int64_t> persistent_blocks(int device) {
     constexpr int kSmem = kSmemBytes<F, NT, S, kXs>;
     SAKER_CUDA_RETURN_IF_ERROR(
         cudaFuncSetAttribute(kq_mma_kernel<F, NT, S, kXs>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    int per_sm = 0, sms = 0;
-    SAKER_CUDA_RETURN_IF_ERROR(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kq_mma_kernel<F, NT, S, kXs>, kKqWarps * 32, kSmem));
-    SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * sms;
+    return resident_blocks(kq_mma_kernel<F, NT, S, kXs>, kKqWarps * 32, kSmem, device);
   });
 }
 
