@@ -4,18 +4,19 @@
 // row the same bits whatever other rows share the call, and a host oracle (tests/ops) can recompute them.
 //
 // Activations are quantised per 256-element block (KxBlock): one f32 scale d = max|x| / 127 for the block,
-// and per 32-element sub-block j a shift e_j in 0..3, the largest with max_j|x| * 2^e_j <= max|x|:
-//     x ~= d * 2^-e_j * q        q = round(x * (1 / (d * 2^-e_j))), |q| <= 127
-// so a sub-block 8x quieter than its block keeps 8x finer steps, and yet every weight block's dot product
-// with x is one exact integer sum:
-//     Q4_K / Q5_K:  dot = d/8 * (dw * T - dmin * M),   T = sum_j (sc_j * S_j) << (3 - e_j),
-//                                                       M = sum_j  m_j * (Q_j << (3 - e_j))
-//     Q6_K:         dot = d/8 * dw * T,                  T = sum_i (sc_i * S_i) << (3 - e_{i/2})
+//     x ~= d * q        q = round(x / d), |q| <= 127
+// (llama.cpp's q8_K grain), and every weight block's dot product with x is one exact integer sum:
+//     Q4_K / Q5_K:  dot = d/8 * (dw * T - dmin * M),   T = (sum_j sc_j * S_j) << 3,  M = sum_j m_j * (Q_j << 3)
+//     Q6_K:         dot = d/8 * dw * T,                  T = (sum_i sc_i * S_i) << 3
 // where S_j = sum(code * q) over the sub-block (Q6_K: 16-element sub-blocks, codes centred by -32), Q_j =
-// sum(q). Integer sums are exact in any order, so only the float steps below fix the result: the block
-// value (kq_value_*), then, per output element, eight streams: stream s adds the values of blocks s, s + 8,
-// s + 16, ... in order, and the streams are combined as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
-// Nothing in this order depends on the number of activation rows.
+// sum(q). The blocks keep a per-sub-block shift field (sh[j] = 3 for every j) read by the kernels that fold
+// per sub-block. Per-32 shifts that gave quieter sub-blocks up to 3 more bits were dropped: they made the
+// integer fold run between every two MMAs of the tensor-core kernel, which, with one shift for the whole
+// block, takes each sub-block's scale into its A fragment and lets the tensor core sum the block
+// (matmul_kq_mma.cu; docs/performance.md). Integer sums are exact in any order, so only the float steps below
+// fix the result: the block value (kq_value_*), then, per output element, eight streams: stream s adds the
+// values of blocks s, s + 8, s + 16, ... in order, and the streams are combined as ((s0 + s1) + (s2 + s3)) +
+// ((s4 + s5) + (s6 + s7)). Nothing in this order depends on the number of activation rows.
 //
 // Magnitudes: |S_j| <= 32 * 31 * 127 (Q5_K), times sc <= 63, << 3, eight sub-blocks: < 2^29; Q6_K sixteen
 // 16-element sub-blocks with |sc| <= 128: < 2^30. Both fit int32.
@@ -24,7 +25,7 @@
 // that ask for width invariance (q32_layout.h). Their "block" is a group of 256 elements of a weight row (eight
 // 32-element blocks, or one IQ4_XS block), against the same activation blocks; a row whose n_in is not a
 // multiple of 256 ends in a partial group and a partial activation block of n_sub sub-blocks (the absent ones
-// quantise as zeros: shift 0, qsum 0). A group's value, with each block's own f16 scale d_j (and min m_j):
+// quantise as zeros: qsum 0). A group's value, with each block's own f16 scale d_j (and min m_j):
 //     32-element formats:  u = 0; for j < n_sub: u = fma(d_j, S_j << sh_j, u) [then u = fma(m_j, qsum_j, u)];
 //                          value = d8 * u
 //     IQ4_XS:              value = d8 * (d * T),   T = sum_j ((ls_j - 32) * S_j) << sh_j
@@ -40,7 +41,7 @@ namespace saker::cuda::kq {
 
 inline constexpr int kBlock = 256;    // elements per quantisation block (= one K-quant weight block)
 inline constexpr int kSub = 32;       // elements per activation sub-block
-inline constexpr int kMaxShift = 3;   // e_j <= 3
+inline constexpr int kMaxShift = 3;   // every sub-block's sh: T and the qsums carry a factor 8
 inline constexpr int kStreams = 8;    // block-order streams of the canonical sum
 
 // One activation block's metadata, 32 bytes (two 16-byte loads).
@@ -88,19 +89,10 @@ SAKER_HD float i2f(int v) {
 #endif
 }
 
-// Shift e of a sub-block with max |x| = amax_j inside a block with max |x| = amax (both >= 0).
-SAKER_HD int sub_shift(float amax_j, float amax) {
-  int e = 0;
-  while (e < kMaxShift && amax_j * static_cast<float>(2 << e) <= amax) ++e;  // 2^(e+1) scaling is exact
-  return e;
-}
-
-// Code of x in a sub-block of step `step` (= d * 2^-e), given inv = 1 / step (one division per sub-block,
-// a multiply per element): round to nearest, ties away, clamped to +-127.
+// Code of x in a block of step d, given inv = 1 / d (one division per block, a multiply per element): round to
+// nearest, ties away, clamped to +-127.
 SAKER_HD float inv_step(float step) { return step == 0.0f ? 0.0f : 1.0f / step; }
 SAKER_HD int8_t quantize_code(float x, float inv) { return q8::round_to_code(fmul(x, inv)); }
-
-SAKER_HD float step_of(float d, int e) { return d / static_cast<float>(1 << e); }  // exact
 
 // The value of one weight block's dot product from its exact integer sums.
 SAKER_HD float kq_value_min(float d8, float dw, float dmin, int t_sum, int m_sum) {  // Q4_K, Q5_K
@@ -119,26 +111,20 @@ SAKER_HD float combine_streams(const float (&s)[kStreams]) {
 // row's last block may hold fewer elements (`valid`, a multiple of 32): its absent sub-blocks count as zeros
 // and their codes are not written.
 inline void quantize_block_host(const float* x, int8_t* q, KxBlock* kb, int valid = kBlock) {
-  float amax_j[8], amax = 0.0f;
-  for (int j = 0; j < 8; ++j) {
-    amax_j[j] = 0.0f;
-    if (kSub * j >= valid) continue;
-    for (int i = 0; i < kSub; ++i) amax_j[j] = std::fmax(amax_j[j], std::fabs(x[kSub * j + i]));
-    amax = std::fmax(amax, amax_j[j]);
-  }
+  float amax = 0.0f;
+  for (int i = 0; i < valid; ++i) amax = std::fmax(amax, std::fabs(x[i]));
   const float d = amax / 127.0f;
+  const float inv = inv_step(d);
   kb->d8 = d * 0.125f;
   kb->pad = 0;
   for (int j = 0; j < 8; ++j) {
-    const int e = sub_shift(amax_j[j], amax);
-    const float inv = inv_step(step_of(d, e));
     int sum = 0;
     for (int i = 0; i < kSub && kSub * j < valid; ++i) {
       q[kSub * j + i] = quantize_code(x[kSub * j + i], inv);
       sum += q[kSub * j + i];
     }
-    kb->sh[j] = static_cast<uint8_t>(kMaxShift - e);
-    kb->qsum[j] = static_cast<int16_t>(sum * (1 << (kMaxShift - e)));
+    kb->sh[j] = static_cast<uint8_t>(kMaxShift);
+    kb->qsum[j] = static_cast<int16_t>(sum * (1 << kMaxShift));
   }
 }
 

@@ -65,8 +65,7 @@ __device__ __forceinline__ void kq_quantize_values(const float (&v)[8], bool liv
   amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 8));
   amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 16));  // the block's
   const float d = amax / 127.0f;
-  const int e = kq::sub_shift(a, amax);
-  const float inv = kq::inv_step(kq::step_of(d, e));
+  const float inv = kq::inv_step(d);
   uint32_t w[2] = {0, 0};
   int sum = 0;
 #pragma unroll
@@ -79,8 +78,8 @@ __device__ __forceinline__ void kq_quantize_values(const float (&v)[8], bool liv
   sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
   if (live) *reinterpret_cast<uint2*>(xq_blk + 8 * lane) = make_uint2(w[0], w[1]);
   if ((lane & 3) == 0) {
-    kb->sh[j] = static_cast<uint8_t>(kq::kMaxShift - e);
-    kb->qsum[j] = static_cast<int16_t>(sum * (1 << (kq::kMaxShift - e)));
+    kb->sh[j] = static_cast<uint8_t>(kq::kMaxShift);
+    kb->qsum[j] = static_cast<int16_t>(sum * (1 << kq::kMaxShift));
   }
   if (lane == 0) {
     kb->d8 = d * 0.125f;

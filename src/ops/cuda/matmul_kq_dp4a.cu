@@ -30,7 +30,6 @@ constexpr int kWarps = 4;  // output rows per thread block
 // from hoisting the next block's loads above them).
 struct XMin {  // Q4_K / Q5_K unit u = 2c + half: 16 codes under the low nibbles (sub-block 2c), 16 under the high
   blocks::Bytes16 xl, xh;
-  uint32_t sh;  // sh[2c] | sh[2c + 1] << 8
   uint32_t qs;  // qsum[2c] | qsum[2c + 1] << 16 (read by the even unit of the pair only)
   float d8;
 };
@@ -39,12 +38,12 @@ __device__ __forceinline__ XMin load_x(const q8::Q4KUnit& w, const int8_t* xb, c
   const auto* xp = reinterpret_cast<const uint8_t*>(xb) + 64 * w.c + 16 * w.half;
   x.xl = blocks::ld16(xp);
   x.xh = blocks::ld16(xp + 32);
-  x.sh = __ldg(reinterpret_cast<const unsigned short*>(kb->sh + 2 * w.c));
   x.qs = w.half == 0 ? __ldg(reinterpret_cast<const uint32_t*>(kb->qsum + 2 * w.c)) : 0u;
   x.d8 = __ldg(&kb->d8);
   return x;
 }
-// Integer shares of the unit's block sums: T += S * (sc << sh) per sub-block; the min term once per pair.
+// Integer shares of the unit's block sums: T += (S * sc) << 3 per sub-block (the activation shift is 3 in every
+// sub-block, kq_canon.h); the min term once per pair.
 __device__ __forceinline__ void unit_ints(const q8::Q4KUnit& w, const XMin& x, int* t_part, int* m_part) {
   int s1 = 0, s2 = 0;
 #pragma unroll
@@ -52,7 +51,7 @@ __device__ __forceinline__ void unit_ints(const q8::Q4KUnit& w, const XMin& x, i
     s1 = q8::dp4a(w.lo[k], x.xl.w[k], s1);
     s2 = q8::dp4a(w.hi[k], x.xh.w[k], s2);
   }
-  *t_part = s1 * (w.sc1 << (x.sh & 0xFF)) + s2 * (w.sc2 << (x.sh >> 8));
+  *t_part = (s1 * w.sc1 + s2 * w.sc2) << kq::kMaxShift;
   *m_part = w.m1 * static_cast<int>(static_cast<int16_t>(x.qs & 0xFFFF)) +
             w.m2 * static_cast<int>(static_cast<int16_t>(x.qs >> 16));  // 0 for the odd unit: qs = 0
 }
@@ -62,7 +61,6 @@ __device__ __forceinline__ float unit_value(const q8::Q4KUnit& w, float d8, int 
 
 struct XSym {  // Q6_K unit u: half h = u >> 2, l0 = 8 (u & 3); run r = elements 128h + 32r + l0 .. +7
   uint32_t x[4][2];
-  uint32_t sh;  // sh[4h .. 4h + 3]: run r's x sub-block is 4h + r
   float d8;
 };
 __device__ __forceinline__ XSym load_x(const q8::Q6KUnit& w, const int8_t* xb, const KxBlock* kb) {
@@ -70,7 +68,6 @@ __device__ __forceinline__ XSym load_x(const q8::Q6KUnit& w, const int8_t* xb, c
   const auto* xp = reinterpret_cast<const uint8_t*>(xb) + w.xoff;
 #pragma unroll
   for (int r = 0; r < 4; ++r) blocks::ld8(xp + 32 * r, &x.x[r][0], &x.x[r][1]);
-  x.sh = __ldg(reinterpret_cast<const uint32_t*>(kb->sh + 4 * (w.xoff >> 7)));
   x.d8 = __ldg(&kb->d8);
   return x;
 }
@@ -80,9 +77,9 @@ __device__ __forceinline__ void unit_ints(const q8::Q6KUnit& w, const XSym& x, i
   for (int r = 0; r < 4; ++r) {
     const int x32 = q8::dp4a(0x20202020u, x.x[r][1], q8::dp4a(0x20202020u, x.x[r][0], 0));
     const int s = q8::dp4a(w.q[r][1], x.x[r][1], q8::dp4a(w.q[r][0], x.x[r][0], 0)) - x32;
-    t += s * (w.sc[r] * (1 << ((x.sh >> (8 * r)) & 0xFF)));
+    t += s * w.sc[r];
   }
-  *t_part = t;
+  *t_part = t << kq::kMaxShift;
   *m_part = 0;
 }
 __device__ __forceinline__ float unit_value(const q8::Q6KUnit& w, float d8, int t_sum, int) {

@@ -7,8 +7,10 @@
 //      K-quants, the block's activation codes) into its own shared-memory stages with cp.async (two or three
 //      deep, no block-wide barrier), then reads its lanes' fragments of the codes from there, multiplies them
 //      with every 8-row n-tile of activation codes by mma.sync (m16n8k32 for Q4_K / Q5_K sub-blocks of 32,
-//      m16n8k16 for Q6_K's of 16), folds the exact int32 sums into T and M with the scales and shifts, and
-//      adds the block's value to its stream. The eight streams meet in shared memory in the canonical tree.
+//      m16n8k16 for Q6_K's of 16) into the exact int32 sums T and M (Q4_K / Q5_K: each sub-block's scale and
+//      min ride in the A fragment and the MMAs accumulate the whole block; Q6_K and the other formats fold each
+//      sub-block's sum with its scale), and adds the block's value to its stream. The eight streams meet in
+//      shared memory in the canonical tree.
 // Each weight byte is read from DRAM once per call; the codes of x (1 byte an element) are re-read from L2 by
 // every block of output rows: at 16 rows they are the larger stream (16 x 256 bytes a block against 16 x 144
 // of Q4_K weights), and an MMA waiting for its activation operand loaded just before it was the kernel's
@@ -67,15 +69,21 @@ __device__ __forceinline__ void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, u
                : "r"(a0), "r"(a1), "r"(b0), "r"(0), "r"(0), "r"(0), "r"(0));
 }
 
-// T[e] += S[e] * (weight row's scale << column's shift) for the four C elements (rows g, g, g+8, g+8;
-// columns c0, c1, c0, c1) of one sub-block.
-__device__ __forceinline__ void fold_scaled(int (&T)[4], const int (&s)[4], int sc0, int sc1, int sh0, int sh1) {
-  // Q6_K's scales are signed: C++20 defines sc << sh as sc * 2^sh for them too. One SHL; a build with
-  // sc * (1 << sh) measured 9.5 against 8.9 ms for 16 verify rows (8B Q4_K_M, on another machine that day).
-  T[0] += s[0] * (sc0 << sh0);
-  T[1] += s[1] * (sc0 << sh1);
-  T[2] += s[2] * (sc1 << sh0);
-  T[3] += s[3] * (sc1 << sh1);
+// c += a * b with unsigned A codes (scaled weight codes up to 255) and signed B (activation codes). Not
+// volatile: a pure function of its operands, so the compiler may schedule it among the fragment arithmetic.
+__device__ __forceinline__ void mma_k32_u8_acc(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// T[e] += S[e] * weight row's scale for the four C elements (rows g, g, g+8, g+8; columns c0, c1, c0, c1) of
+// one sub-block. The activation shifts are uniform (kq_canon.h), so T takes its << sh once, at the end.
+__device__ __forceinline__ void fold_scaled(int (&T)[4], const int (&s)[4], int sc0, int sc1) {
+  T[0] += s[0] * sc0;
+  T[1] += s[1] * sc0;
+  T[2] += s[2] * sc1;
+  T[3] += s[3] * sc1;
 }
 
 __device__ __forceinline__ int byte_at(const uint32_t (&w)[2], int j) {
@@ -124,7 +132,7 @@ struct XStaged {
 // Q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles) and Q5_K (176:
 // the same header, 32 bytes of 5th bits, 128 of nibbles). Sub-block j = 2c + h: elements 64c + 32h + l are
 // nibble h of qs[32c + l] (| bit j of qh[l] << 4 for Q5_K). Lane t reads bytes 8t .. 8t+7 of each.
-template <bool k5Bit>
+template <bool k5Bit, bool kDigits = true>
 struct KqMinFmt {
   static constexpr int kBlockBytes = k5Bit ? 176 : 144;
   static constexpr int kQs = k5Bit ? 48 : 16;
@@ -161,26 +169,31 @@ struct KqMinFmt {
     if constexpr (k5Bit) c |= ((hbits >> j) & 0x01010101u) << 4;
     return c;
   }
-  // M of the four C elements (rows g, g, g+8, g+8; columns c0, c1, c0, c1): sum_j m_j * qsum_j, two
-  // sub-blocks per __dp2a (the pre-shifted qsum pairs are int16, the mins bytes).
-  __device__ __forceinline__ static void min_ints(const Hdr& r0, const Hdr& r1, const ColMeta (&col)[2], int (&M)[4]) {
+  // Each sub-block's scale goes into the A fragment, so the tensor core sums the whole block and no integer
+  // fold sits between two MMAs: sc = hi * 2^kDigitBits + lo with both digits small enough that a code times a
+  // digit fits an unsigned byte (Q4_K 15 * 15 = 225, 15 * 3; Q5_K 31 * 7 = 217 both), and one 32-bit multiply
+  // scales four packed codes (no product carries into the next byte). Per sub-block and n-tile, three MMAs
+  // accumulate sum_j lo_j S_j, sum_j hi_j S_j and, with the sub-block's min broadcast over its 32 k as A,
+  // sum_j m_j Q_j; then T = ((hi << kDigitBits) + lo) << 3 and M = min_sum << 3, the exact sums of kq_canon.h
+  // (whose activation shift is 3 in every sub-block). So a column needs only its scale d8 from KxBlock.
+  template <int NT, class X>
+  __device__ __forceinline__ static void digit_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0,
+                                                      const uint8_t* s1, const X& xb, const ColMeta (&col)[NT][2],
+                                                      int t, float (&v)[NT][4]) {
+    constexpr int kDigitBits = k5Bit ? 3 : 4;
+    constexpr uint32_t kDigitMask = k5Bit ? 0x07070707u : 0x0F0F0F0Fu;
+    int lo_sum[NT][4], hi_sum[NT][4], min_sum[NT][4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const Hdr& r = e >> 1 ? r1 : r0;
-      const ColMeta& c = col[e & 1];
-      int m = __dp2a_lo(static_cast<int>(c.qs[0]), static_cast<int>(r.mn[0]), 0);
-      m = __dp2a_hi(static_cast<int>(c.qs[1]), static_cast<int>(r.mn[0]), m);
-      m = __dp2a_lo(static_cast<int>(c.qs[2]), static_cast<int>(r.mn[1]), m);
-      M[e] = __dp2a_hi(static_cast<int>(c.qs[3]), static_cast<int>(r.mn[1]), m);
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) lo_sum[nt][e] = hi_sum[nt][e] = min_sum[nt][e] = 0;
     }
-  }
-  // T of the four C elements of a row pair against n-tile nt of x (staged chunks s0 / s1 with the block at
-  // byte 0).
-  template <class X>
-  __device__ __forceinline__ static void block_ints(const Hdr& r0, const Hdr& r1, const uint8_t* s0, const uint8_t* s1,
-                                                    const X& xb, int nt, const ColMeta (&col)[2], int t, int (&T)[4]) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) T[e] = 0;
+    // The digits of both rows' eight scales, one per byte (the scales are 6-bit, so the shifted words keep
+    // no bit of the next byte under the mask).
+    const uint32_t lo0[2] = {r0.sc[0] & kDigitMask, r0.sc[1] & kDigitMask};
+    const uint32_t lo1[2] = {r1.sc[0] & kDigitMask, r1.sc[1] & kDigitMask};
+    const uint32_t hi0[2] = {(r0.sc[0] >> kDigitBits) & kDigitMask, (r0.sc[1] >> kDigitBits) & kDigitMask};
+    const uint32_t hi1[2] = {(r1.sc[0] >> kDigitBits) & kDigitMask, (r1.sc[1] >> kDigitBits) & kDigitMask};
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       const uint2 q0 = *reinterpret_cast<const uint2*>(s0 + kQs + 32 * c + 8 * t);
@@ -188,31 +201,76 @@ struct KqMinFmt {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int j = 2 * c + h;
-        const uint2 xv = xb.ld8(nt, 32 * j + 8 * t);
-        int s[4];
-        mma_k32(s, codes(q0.x, r0.h[0], j), codes(q1.x, r1.h[0], j), codes(q0.y, r0.h[1], j),
-                codes(q1.y, r1.h[1], j), xv.x, xv.y);
-        fold_scaled(T, s, byte_at(r0.sc, j), byte_at(r1.sc, j), col[0].shift(j), col[1].shift(j));
+        const uint32_t a0 = codes(q0.x, r0.h[0], j), a1 = codes(q1.x, r1.h[0], j);
+        const uint32_t a2 = codes(q0.y, r0.h[1], j), a3 = codes(q1.y, r1.h[1], j);
+        const uint32_t l0 = byte_at(lo0, j), l1 = byte_at(lo1, j), u0 = byte_at(hi0, j), u1 = byte_at(hi1, j);
+        const uint32_t al[4] = {a0 * l0, a1 * l1, a2 * l0, a3 * l1};
+        const uint32_t ah[4] = {a0 * u0, a1 * u1, a2 * u0, a3 * u1};
+        const uint32_t bsel = 0x1111u * (j & 3);  // byte j & 3 into all four bytes
+        const uint32_t m0 = __byte_perm(r0.mn[j >> 2], 0, bsel), m1 = __byte_perm(r1.mn[j >> 2], 0, bsel);
+        const uint32_t am[4] = {m0, m1, m0, m1};
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint2 xv = xb.ld8(nt, 32 * j + 8 * t);
+          mma_k32_u8_acc(lo_sum[nt], al, xv.x, xv.y);
+          mma_k32_u8_acc(hi_sum[nt], ah, xv.x, xv.y);
+          mma_k32_u8_acc(min_sum[nt], am, xv.x, xv.y);
+        }
       }
     }
-  }
-  // One n-tile after the other: here the sub-block-outer order of the other formats (one A fragment for
-  // every n-tile) measured 4-6% slower at 16 rows (H100, matmul_cuda_bench --quick q4_K).
-  template <int NT, class X>
-  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int,
-                                                      const uint8_t* s1, int, const X& xb,
-                                                      const ColMeta (&col)[NT][2], int t, int /*n_sub: 8*/,
-                                                      float (&v)[NT][4]) {
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      int T[4], M[4];
-      block_ints(r0, r1, s0, s1, xb, nt, col[nt], t, T);
-      min_ints(r0, r1, col[nt], M);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const Hdr& r = e >> 1 ? r1 : r0;
-        v[nt][e] = kq::kq_value_min(col[nt][e & 1].d8, r.d, r.dmin, T[e], M[e]);
+        const int T = ((hi_sum[nt][e] << kDigitBits) + lo_sum[nt][e]) << kq::kMaxShift;
+        v[nt][e] = kq::kq_value_min(col[nt][e & 1].d8, r.d, r.dmin, T, min_sum[nt][e] << kq::kMaxShift);
       }
+    }
+  }
+  // The same sums with an integer fold after each sub-block's MMA (SAKER_CUDA_MATMUL=kqfold, to compare):
+  // T += S_j * sc_j, M from the pre-shifted qsums, two sub-blocks per __dp2a.
+  template <int NT, class X>
+  __device__ __forceinline__ static void fold_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, const uint8_t* s1,
+                                                     const X& xb, const ColMeta (&col)[NT][2], int t,
+                                                     float (&v)[NT][4]) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      int T[4] = {0, 0, 0, 0};
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const uint2 q0 = *reinterpret_cast<const uint2*>(s0 + kQs + 32 * c + 8 * t);
+        const uint2 q1 = *reinterpret_cast<const uint2*>(s1 + kQs + 32 * c + 8 * t);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int j = 2 * c + h;
+          const uint2 xv = xb.ld8(nt, 32 * j + 8 * t);
+          int sm[4];
+          mma_k32(sm, codes(q0.x, r0.h[0], j), codes(q1.x, r1.h[0], j), codes(q0.y, r0.h[1], j),
+                  codes(q1.y, r1.h[1], j), xv.x, xv.y);
+          fold_scaled(T, sm, byte_at(r0.sc, j), byte_at(r1.sc, j));
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const Hdr& r = e >> 1 ? r1 : r0;
+        const ColMeta& cm = col[nt][e & 1];
+        int m = __dp2a_lo(static_cast<int>(cm.qs[0]), static_cast<int>(r.mn[0]), 0);
+        m = __dp2a_hi(static_cast<int>(cm.qs[1]), static_cast<int>(r.mn[0]), m);
+        m = __dp2a_lo(static_cast<int>(cm.qs[2]), static_cast<int>(r.mn[1]), m);
+        m = __dp2a_hi(static_cast<int>(cm.qs[3]), static_cast<int>(r.mn[1]), m);
+        v[nt][e] = kq::kq_value_min(cm.d8, r.d, r.dmin, T[e] << kq::kMaxShift, m);
+      }
+    }
+  }
+  template <int NT, class X>
+  __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int,
+                                                      const uint8_t* s1, int, const X& xb, const ColMeta (&col)[NT][2],
+                                                      int t, int /*n_sub: 8*/, float (&v)[NT][4]) {
+    if constexpr (kDigits) {
+      digit_values<NT>(r0, r1, s0, s1, xb, col, t, v);
+    } else {
+      fold_values<NT>(r0, r1, s0, s1, xb, col, t, v);
     }
   }
 };
@@ -270,7 +328,7 @@ struct KqQ6Fmt {
             const uint32_t xv = xb.ld4(nt, 16 * i + 4 * t);
             int sm[4];
             mma_k16(sm, a0, a1, xv);
-            fold_scaled(T[nt], sm, sc0, sc1, col[nt][0].shift(i >> 1), col[nt][1].shift(i >> 1));
+            fold_scaled(T[nt], sm, sc0, sc1);
           }
         }
       }
@@ -278,7 +336,7 @@ struct KqQ6Fmt {
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) v[nt][e] = kq::kq_value_sym(col[nt][e & 1].d8, (e >> 1 ? r1 : r0).d, T[nt][e]);
+      for (int e = 0; e < 4; ++e) v[nt][e] = kq::kq_value_sym(col[nt][e & 1].d8, (e >> 1 ? r1 : r0).d, T[nt][e] << kq::kMaxShift);
     }
   }
 };
@@ -374,13 +432,13 @@ struct KqIq4XsFmt {
         const uint2 xv = xb.ld8(nt, 32 * j + 8 * t);
         int s[4];
         mma_k32(s, a0, a1, a2, a3, xv.x, xv.y);
-        fold_scaled(T[nt], s, sc0, sc1, col[nt][0].shift(j), col[nt][1].shift(j));
+        fold_scaled(T[nt], s, sc0, sc1);
       }
     }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) v[nt][e] = kq::kq_value_sym(col[nt][e & 1].d8, (e >> 1 ? r1 : r0).d, T[nt][e]);
+      for (int e = 0; e < 4; ++e) v[nt][e] = kq::kq_value_sym(col[nt][e & 1].d8, (e >> 1 ? r1 : r0).d, T[nt][e] << kq::kMaxShift);
     }
   }
 };
@@ -602,7 +660,8 @@ Result<int64_t> persistent_blocks(int device) {
 // through L1, not measured staged).
 template <class F>
 constexpr bool kStagedXFormat =
-    std::is_same_v<F, KqMinFmt<false>> || std::is_same_v<F, KqMinFmt<true>> || std::is_same_v<F, KqQ6Fmt>;
+    std::is_same_v<F, KqMinFmt<false>> || std::is_same_v<F, KqMinFmt<true>> || std::is_same_v<F, KqQ6Fmt> ||
+    std::is_same_v<F, KqMinFmt<false, false>> || std::is_same_v<F, KqMinFmt<true, false>>;
 
 // Whether the K-quants stage their activation codes with the weights (XStaged, two stages) where the device's
 // shared memory allows; SAKER_CUDA_MATMUL=kql1 keeps them on L1 / L2 reads (XGlobal, three stages), to compare.
@@ -618,6 +677,15 @@ bool kq_stage_activations() {
     return v == nullptr || std::strcmp(v, "kql1") != 0;
   }();
   return staged;
+}
+
+// SAKER_CUDA_MATMUL=kqfold: Q4_K / Q5_K fold each sub-block's sum after its MMA (to compare; same bits).
+bool kq_fold() {
+  static const bool fold = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "kqfold") == 0;
+  }();
+  return fold;
 }
 
 // Shared memory a block may opt in to on a device.
@@ -682,8 +750,12 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
 Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
                      int64_t out_stride, bool accumulate, cudaStream_t stream) {
   switch (w.type) {
-    case DType::kQ4_K: return launch_kq_for<KqMinFmt<false>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
-    case DType::kQ5_K: return launch_kq_for<KqMinFmt<true>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ4_K:
+      if (kq_fold()) return launch_kq_for<KqMinFmt<false, false>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+      return launch_kq_for<KqMinFmt<false>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ5_K:
+      if (kq_fold()) return launch_kq_for<KqMinFmt<true, false>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+      return launch_kq_for<KqMinFmt<true>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     case DType::kQ6_K: return launch_kq_for<KqQ6Fmt>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     case DType::kIQ4_XS: return launch_kq_for<KqIq4XsFmt>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     case DType::kQ8_0: return launch_kq_for<Q32Fmt<DType::kQ8_0>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
