@@ -133,13 +133,16 @@ TEST_P(CudaGolden, ConvertedGgufsAgreeWithTheCpu) {
     const double kl_ref = mean_kl(*lg, logits_, n_vocab);
     std::printf("%s %s: cuda vs cpu mean KL %.3g, top-1 %.3f; cuda vs transformers KL %.3g\n", GetParam().c_str(),
                 type, kl, agree, kl_ref);
-    EXPECT_LT(kl, 2e-3) << type;
-    // K-quant rows of 64 tokens or fewer quantise the activations to int8 on both backends, each its own way
-    // (the CPU one scale per 256 values as ggml's CPU does; the GPU kernels per 256 with per-32 shifts, for
-    // width-invariant integer sums), so near-ties of these random-weight models' logits can part: measured
-    // 0.9375 - 0.984 at KL <= 1.6e-3. Every other type keeps 0.95.
+    // K-quant rows of 64 tokens or fewer quantise the activations to int8 on both backends, one scale per 256
+    // values (ggml's q8_K grain), each with its own rounding (the CPU a signed scale and ties to even, the GPU
+    // ties away) of activations that already differ in their last bits, so codes part at rounding edges and
+    // near-ties of these random-weight models' logits can part: measured cuda vs cpu KL 1.6e-3 - 2.24e-3 and top-1
+    // 0.9375 - 0.984 on the golden models (H100), while each one's KL against transformers stayed where the per-32
+    // shifts had it (q4_k 0.225 / 0.206 / 0.64, q6_k 0.0094 / 0.0105 / 0.022). Every other type keeps KL < 2e-3 and
+    // top-1 >= 0.95.
     const bool int8_both = std::strcmp(type, "q4_k") == 0 || std::strcmp(type, "q5_k") == 0 ||
                            std::strcmp(type, "q6_k") == 0;
+    EXPECT_LT(kl, int8_both ? 3e-3 : 2e-3) << type;
     EXPECT_GE(agree, int8_both ? 0.93 : 0.95) << type;
     std::filesystem::remove(path);
   }

@@ -47,6 +47,8 @@
 #include "ops/cuda/matmul_internal.cuh"
 #include "ops/cuda/q32_layout.h"
 #include "ops/cuda/resident_blocks.h"
+#include "ops/cuda/tensor_map.h"
+#include "ops/cuda/tma.cuh"
 
 namespace saker::cuda::detail {
 namespace {
@@ -118,6 +120,22 @@ struct XStaged {
     return *reinterpret_cast<const uint32_t*>(at(nt, off));
   }
 };
+// XTma: from the warp's stage as a TMA copy left it (SAKER_CUDA_MATMUL=kqtma): the rows' two 128-byte halves
+// are lines 2r and 2r + 1 of the box, and the 128-byte swizzle put a line's 16-byte chunk c at c ^ (line & 7)
+// (the stage starts on a 1024-byte boundary). A half-warp's fragment loads (rows g 0-3 or 4-7, chunk pairs
+// 2(j & 3) + {0, 1}) then meet eight distinct chunk positions: conflict-free, as XStaged.
+struct XTma {
+  const uint8_t* rows;
+  int g;
+  __device__ __forceinline__ const uint8_t* at(int nt, int off) const {
+    const int line = 2 * (nt * 8 + g) + (off >> 7);
+    return rows + line * 128 + ((((off >> 4) & 7) ^ (line & 7)) << 4) + (off & 15);
+  }
+  __device__ __forceinline__ uint2 ld8(int nt, int off) const { return *reinterpret_cast<const uint2*>(at(nt, off)); }
+  __device__ __forceinline__ uint32_t ld4(int nt, int off) const {
+    return *reinterpret_cast<const uint32_t*>(at(nt, off));
+  }
+};
 
 // ---- weight formats, as staged in shared memory. A block of one weight row is copied as the kChunks
 // 16-byte chunks that cover it (from the 16-byte boundary at or below its start), one row every kRowStride
@@ -132,7 +150,7 @@ struct XStaged {
 // Q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles) and Q5_K (176:
 // the same header, 32 bytes of 5th bits, 128 of nibbles). Sub-block j = 2c + h: elements 64c + 32h + l are
 // nibble h of qs[32c + l] (| bit j of qh[l] << 4 for Q5_K). Lane t reads bytes 8t .. 8t+7 of each.
-template <bool k5Bit, bool kDigits = true>
+template <bool k5Bit>
 struct KqMinFmt {
   static constexpr int kBlockBytes = k5Bit ? 176 : 144;
   static constexpr int kQs = k5Bit ? 48 : 16;
@@ -228,50 +246,11 @@ struct KqMinFmt {
       }
     }
   }
-  // The same sums with an integer fold after each sub-block's MMA (SAKER_CUDA_MATMUL=kqfold, to compare):
-  // T += S_j * sc_j, M from the pre-shifted qsums, two sub-blocks per __dp2a.
-  template <int NT, class X>
-  __device__ __forceinline__ static void fold_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, const uint8_t* s1,
-                                                     const X& xb, const ColMeta (&col)[NT][2], int t,
-                                                     float (&v)[NT][4]) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      int T[4] = {0, 0, 0, 0};
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const uint2 q0 = *reinterpret_cast<const uint2*>(s0 + kQs + 32 * c + 8 * t);
-        const uint2 q1 = *reinterpret_cast<const uint2*>(s1 + kQs + 32 * c + 8 * t);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int j = 2 * c + h;
-          const uint2 xv = xb.ld8(nt, 32 * j + 8 * t);
-          int sm[4];
-          mma_k32(sm, codes(q0.x, r0.h[0], j), codes(q1.x, r1.h[0], j), codes(q0.y, r0.h[1], j),
-                  codes(q1.y, r1.h[1], j), xv.x, xv.y);
-          fold_scaled(T, sm, byte_at(r0.sc, j), byte_at(r1.sc, j));
-        }
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const Hdr& r = e >> 1 ? r1 : r0;
-        const ColMeta& cm = col[nt][e & 1];
-        int m = __dp2a_lo(static_cast<int>(cm.qs[0]), static_cast<int>(r.mn[0]), 0);
-        m = __dp2a_hi(static_cast<int>(cm.qs[1]), static_cast<int>(r.mn[0]), m);
-        m = __dp2a_lo(static_cast<int>(cm.qs[2]), static_cast<int>(r.mn[1]), m);
-        m = __dp2a_hi(static_cast<int>(cm.qs[3]), static_cast<int>(r.mn[1]), m);
-        v[nt][e] = kq::kq_value_min(cm.d8, r.d, r.dmin, T[e] << kq::kMaxShift, m);
-      }
-    }
-  }
   template <int NT, class X>
   __device__ __forceinline__ static void block_values(const Hdr& r0, const Hdr& r1, const uint8_t* s0, int,
                                                       const uint8_t* s1, int, const X& xb, const ColMeta (&col)[NT][2],
                                                       int t, int /*n_sub: 8*/, float (&v)[NT][4]) {
-    if constexpr (kDigits) {
-      digit_values<NT>(r0, r1, s0, s1, xb, col, t, v);
-    } else {
-      fold_values<NT>(r0, r1, s0, s1, xb, col, t, v);
-    }
+    digit_values<NT>(r0, r1, s0, s1, xb, col, t, v);
   }
 };
 
@@ -456,9 +435,12 @@ constexpr int kStageBytes = 16 * F::kRowStride + (kXs ? 8 * NT * kq::kBlock : 0)
 // activations (a second barrier a unit), whose stages would otherwise leave room for one block an SM.
 template <bool kXs>
 constexpr int kRedBuffers = kXs ? 1 : 2;
-// The warps' stages, then the reduction buffers.
-template <class F, int NT, int S, bool kXs>
-constexpr int kSmemBytes = kKqWarps * S * kStageBytes<F, NT, kXs> + kRedBuffers<kXs> * kKqWarps * NT * 4 * 32 * 4;
+// The warps' stages, then (kTma) one mbarrier a stage, then the reduction buffers. With kTma the stages'
+// activation parts come first, each on a 1024-byte boundary (the TMA's 128-byte swizzle), then their weight
+// parts: the same bytes, two regions.
+template <class F, int NT, int S, bool kXs, bool kTma = false>
+constexpr int kSmemBytes = kKqWarps* S* kStageBytes<F, NT, kXs> +
+                           (kTma ? kKqWarps * S * 8 : 0) + kRedBuffers<kXs>* kKqWarps* NT * 4 * 32 * 4;
 
 // A unit of work is 16 output rows (a weight tile) times one group of 8 NT activation rows; unit u is tile
 // u / n_groups, group u % n_groups, so the groups of one tile run side by side and all but the first read
@@ -468,21 +450,48 @@ constexpr int kSmemBytes = kKqWarps * S * kStageBytes<F, NT, kXs> + kRedBuffers<
 // across unit boundaries, so DRAM keeps streaming while the warps finish a unit and meet in its reduction.
 // (One unit a block measured no faster than the register-fed kernel before it: with two weight blocks per
 // warp at n_in 4096, every wave loaded, then computed, then reduced.)
-template <class F, int NT, int kStages, bool kXs>
+// kTma (Hopper; with kXs): lane 0 stages a block with two TMA copies, the 16 weight rows as one box of tw
+// (kRowStride bytes of each row from the block's start: the stage's layout, the block at offset 0) and the
+// 8 NT activation rows as one box of tx (XTma), both counted on the stage's mbarrier; tw and tx are unused
+// otherwise.
+template <class F, int NT, int kStages, bool kXs, bool kTma = false>
 __global__ void __launch_bounds__(kKqWarps * 32, 2)
-    kq_mma_kernel(const uint8_t* __restrict__ w,  // [n_out, row_bytes] GGUF blocks
+    kq_mma_kernel(const __grid_constant__ CUtensorMap tw, const __grid_constant__ CUtensorMap tx,
+                  const uint8_t* __restrict__ w,  // [n_out, row_bytes] GGUF blocks
                   int64_t row_bytes, int64_t n_out, int n_blocks,
-                  const int8_t* __restrict__ xq,  // [rows, n_in] codes
+                  const int8_t* __restrict__ xq,   // [rows, n_in] codes
                   const KxBlock* __restrict__ kx,  // [rows, n_blocks]
-                  int64_t n_in, int rows, int n_groups, int n_units, float* __restrict__ out,
-                  int64_t out_stride, int accumulate,
+                  int64_t n_in, int rows, int n_groups, int n_units, float* __restrict__ out, int64_t out_stride,
+                  int accumulate,
                   int tail_subs) {  // 32-element sub-blocks of a row's last block (8 if whole)
+  static_assert(!kTma || kXs, "the TMA path stages the activations");
   chain_in_late();
-  extern __shared__ __align__(16) uint8_t smem[];
+  extern __shared__ __align__(1024) uint8_t smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   constexpr int kStage = kStageBytes<F, NT, kXs>;
+  constexpr int kXBytes = 8 * NT * kq::kBlock;  // kTma: a stage's activation part
+  constexpr int kWBytes = 16 * F::kRowStride;   // kTma: its weight part
   uint8_t* stages = smem + warp * (kStages * kStage);
-  auto* red = reinterpret_cast<float*>(smem + kKqWarps * kStages * kStage);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + kKqWarps * kStages * kStage) + warp * kStages;
+  auto* red = reinterpret_cast<float*>(smem + kKqWarps * kStages * kStage + (kTma ? kKqWarps * kStages * 8 : 0));
+  // Stage s of this warp: its weight rows and its activation rows.
+  auto w_stage = [&](int st) -> uint8_t* {
+    if constexpr (kTma) return smem + kKqWarps * kStages * kXBytes + (warp * kStages + st) * kWBytes;
+    return stages + st * kStage;
+  };
+  auto x_stage = [&](int st) -> uint8_t* {
+    if constexpr (kTma) return smem + (warp * kStages + st) * kXBytes;
+    return stages + st * kStage + 16 * F::kRowStride;
+  };
+  if constexpr (kTma) {
+    if (lane == 0) {
+      if ((smem_addr(smem) & 1023) != 0) __trap();  // the swizzle's lines would not be the rows' halves
+#pragma unroll
+      for (int st = 0; st < kStages; ++st) mbar_init(bars + st, 1);
+      mbar_init_fence();
+    }
+    __syncwarp();
+  }
   const int my_blocks = warp < n_blocks ? (n_blocks - warp + kKqWarps - 1) / kKqWarps : 0;
   // Rows past n_out re-read the last row of the matrix (their results are never written).
   auto row_ptr = [&](int tile, int r) {
@@ -503,17 +512,39 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
   const int8_t* copy_x = nullptr;   // kXs: this lane's activation chunk (lane & 15) of row copy_x_row
   int copy_x_row = 0;               // kXs: the unit's activation row for k = 0 (first + (lane >> 4))
   bool copy_x_whole = false;        // kXs: all 8 NT rows of the unit lie inside the call (warp-uniform)
+  int copy_tile = 0, copy_first = 0;  // kTma: the unit's weight tile and first activation row
   auto enter_unit = [&]() {
     if (copy_unit >= n_units) return;
     const int tile = copy_unit / n_groups;
     copy_w = row_ptr(tile, lane >> 1) + static_cast<int64_t>(warp) * F::kBlockBytes;
     const int first = (copy_unit - tile * n_groups) * 8 * NT;
+    copy_tile = tile;
+    copy_first = first;
     copy_x_row = first + (lane >> 4);
     copy_x_whole = first + 8 * NT <= rows;
     copy_x = xq + static_cast<int64_t>(min(copy_x_row, rows - 1)) * n_in + 16 * (lane & 15);
   };
   enter_unit();
   auto issue = [&]() {
+    if constexpr (kTma) {
+      if (my_blocks > 0 && copy_unit < n_units) {
+        if (lane == 0) {
+          const int st = copy_n % kStages;
+          const int b = warp + kKqWarps * copy_i;
+          fence_proxy_async_smem();  // the lanes' reads of this stage (ordered by the __syncwarp) come first
+          mbar_arrive_expect_tx(bars + st, kWBytes + kXBytes);
+          tma_load_2d(w_stage(st), &tw, b * F::kBlockBytes, copy_tile * 16, bars + st);
+          tma_load_3d(x_stage(st), &tx, 0, 2 * b, copy_first, bars + st);
+        }
+        ++copy_n;
+        if (++copy_i == my_blocks) {
+          copy_i = 0;
+          copy_unit += gridDim.x;
+          enter_unit();
+        }
+      }
+      return;
+    }
     if (my_blocks > 0 && copy_unit < n_units) {
       const uint8_t* src = copy_w + static_cast<int64_t>(kKqWarps * F::kBlockBytes) * copy_i;
       src = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t{15}) + 16 * (lane & 1);
@@ -585,22 +616,28 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
         col[nt][0] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t, rows_u - 1)) * n_blocks + b);
         col[nt][1] = load_meta(kx_u + static_cast<int64_t>(min(nt * 8 + 2 * t + 1, rows_u - 1)) * n_blocks + b);
       }
-      cp_async_wait<kStages - 2>();
+      if constexpr (kTma) {
+        mbar_wait(bars + item % kStages, (item / kStages) & 1);
+      } else {
+        cp_async_wait<kStages - 2>();
+      }
       __syncwarp();  // every lane's copies of this block have landed, and every lane is done with block i - 1
       // The next copy goes out before this block's arithmetic, into the stage block i - 1 used, so that it
       // overlaps the arithmetic (issued after it, as before, a warp of two stages had no copy in flight
       // while it computed: the MMAs and the next block's DRAM latency took turns).
       issue();
-      const uint8_t* st = stages + (item % kStages) * kStage;
+      const uint8_t* st = w_stage(item % kStages);
       const uintptr_t boff = static_cast<uintptr_t>(b) * F::kBlockBytes;
       const uint8_t* s0 = st + g * F::kRowStride;
       const uint8_t* s1 = st + (g + 8) * F::kRowStride;
-      const int at0 = static_cast<int>((row_lo0 + boff) & 15), at1 = static_cast<int>((row_lo1 + boff) & 15);
+      // Where the block starts in its staged rows: the TMA box starts at the block itself.
+      const int at0 = kTma ? 0 : static_cast<int>((row_lo0 + boff) & 15);
+      const int at1 = kTma ? 0 : static_cast<int>((row_lo1 + boff) & 15);
       const typename F::Hdr h0 = F::load_hdr(s0, at0, t), h1 = F::load_hdr(s1, at1, t);
       // B rows (column g of each n-tile).
-      std::conditional_t<kXs, XStaged, XGlobal<NT>> xb;
+      std::conditional_t<kTma, XTma, std::conditional_t<kXs, XStaged, XGlobal<NT>>> xb;
       if constexpr (kXs) {
-        xb.rows = st + 16 * F::kRowStride;
+        xb.rows = x_stage(item % kStages);
         xb.g = g;
       } else {
 #pragma unroll
@@ -645,14 +682,14 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
 // Resident blocks of one instantiation per SM on a device (for the persistent grid), after the shared-memory
 // opt-in it needs above 48 KB (neither is a stream operation, so both are allowed while a graph is being
 // captured; a shape also runs eagerly before capture).
-template <class F, int NT, int S, bool kXs>
+template <class F, int NT, int S, bool kXs, bool kTma>
 Result<int64_t> persistent_blocks(int device) {
   static std::atomic<int64_t> cache[64] = {};
   return once_per_device(cache, device, [&]() -> Result<int64_t> {
-    constexpr int kSmem = kSmemBytes<F, NT, S, kXs>;
+    constexpr int kSmem = kSmemBytes<F, NT, S, kXs, kTma>;
     SAKER_CUDA_RETURN_IF_ERROR(
-        cudaFuncSetAttribute(kq_mma_kernel<F, NT, S, kXs>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    return resident_blocks(kq_mma_kernel<F, NT, S, kXs>, kKqWarps * 32, kSmem, device);
+        cudaFuncSetAttribute(kq_mma_kernel<F, NT, S, kXs, kTma>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    return resident_blocks(kq_mma_kernel<F, NT, S, kXs, kTma>, kKqWarps * 32, kSmem, device);
   });
 }
 
@@ -660,8 +697,7 @@ Result<int64_t> persistent_blocks(int device) {
 // through L1, not measured staged).
 template <class F>
 constexpr bool kStagedXFormat =
-    std::is_same_v<F, KqMinFmt<false>> || std::is_same_v<F, KqMinFmt<true>> || std::is_same_v<F, KqQ6Fmt> ||
-    std::is_same_v<F, KqMinFmt<false, false>> || std::is_same_v<F, KqMinFmt<true, false>>;
+    std::is_same_v<F, KqMinFmt<false>> || std::is_same_v<F, KqMinFmt<true>> || std::is_same_v<F, KqQ6Fmt>;
 
 // Whether the K-quants stage their activation codes with the weights (XStaged, two stages) where the device's
 // shared memory allows; SAKER_CUDA_MATMUL=kql1 keeps them on L1 / L2 reads (XGlobal, three stages), to compare.
@@ -679,13 +715,44 @@ bool kq_stage_activations() {
   return staged;
 }
 
-// SAKER_CUDA_MATMUL=kqfold: Q4_K / Q5_K fold each sub-block's sum after its MMA (to compare; same bits).
-bool kq_fold() {
-  static const bool fold = [] {
+// SAKER_CUDA_MATMUL=kqtma: the staged K-quant kernel copies its stages with TMA (Hopper), to compare; same bits.
+bool kq_tma() {
+  static const bool tma = [] {
     const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "kqfold") == 0;
+    return v != nullptr && std::strcmp(v, "kqtma") == 0;
   }();
-  return fold;
+  return tma;
+}
+
+// The TMA maps of one call (kTma): the weights as [n_out][row_bytes] bytes in boxes of 16 rows x kRowStride
+// bytes, the activation codes as [rows][n_in / 128][128] in boxes of 8 NT rows x two 128-byte halves, swizzled
+// (XTma). Fails (the caller keeps cp.async) where the weights' rows are not 16-byte aligned (Q6_K rows of a
+// multiple of 2,048 elements are).
+template <class F, int NT>
+Status kq_tensor_maps(const DeviceMatrix& w, int64_t row_bytes, const int8_t* xq, int64_t rows, CUtensorMap& tw,
+                      CUtensorMap& tx) {
+  ByteTensor wt;
+  wt.base = w.data;
+  wt.dims[0] = static_cast<uint64_t>(row_bytes);
+  wt.dims[1] = static_cast<uint64_t>(w.n_out);
+  wt.strides[0] = static_cast<uint64_t>(row_bytes);
+  wt.box[0] = F::kRowStride;
+  wt.box[1] = 16;
+  SAKER_ASSIGN_OR_RETURN(tw, encode_tensor_map(wt));
+  ByteTensor xt;
+  xt.base = xq;
+  xt.rank = 3;
+  xt.dims[0] = 128;
+  xt.dims[1] = static_cast<uint64_t>(w.n_in / 128);
+  xt.dims[2] = static_cast<uint64_t>(rows);
+  xt.strides[0] = 128;
+  xt.strides[1] = static_cast<uint64_t>(w.n_in);
+  xt.box[0] = 128;
+  xt.box[1] = 2;
+  xt.box[2] = 8 * NT;
+  xt.swizzle_128b = true;
+  SAKER_ASSIGN_OR_RETURN(tx, encode_tensor_map(xt));
+  return Status{};
 }
 
 // Shared memory a block may opt in to on a device.
@@ -708,16 +775,18 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   int device = 0;
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   SAKER_ASSIGN_OR_RETURN(const int64_t optin, smem_optin(device));
-  auto launch = [&](auto n_tiles, auto stages, auto staged_x) -> Status {
+  auto launch = [&](auto n_tiles, auto stages, auto staged_x, auto tma) -> Status {
     constexpr int NT = decltype(n_tiles)::value, S = decltype(stages)::value;
-    constexpr bool kXs = decltype(staged_x)::value;
+    constexpr bool kXs = decltype(staged_x)::value, kTma = decltype(tma)::value;
     const int n_groups = static_cast<int>((rows + 8 * NT - 1) / (8 * NT));
     const int64_t n_units = (w.n_out + 15) / 16 * n_groups;
     if (n_units > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-    SAKER_ASSIGN_OR_RETURN(const int64_t resident, (persistent_blocks<F, NT, S, kXs>(device)));
+    CUtensorMap tw{}, tx{};
+    if constexpr (kTma) SAKER_RETURN_IF_ERROR((kq_tensor_maps<F, NT>(w, rb, xq, rows, tw, tx)));
+    SAKER_ASSIGN_OR_RETURN(const int64_t resident, (persistent_blocks<F, NT, S, kXs, kTma>(device)));
     const int64_t grid = n_units < resident ? n_units : resident;
-    launch_chained(kq_mma_kernel<F, NT, S, kXs>, static_cast<unsigned>(grid), kKqWarps * 32,
-                   kSmemBytes<F, NT, S, kXs>, stream, wp, rb, w.n_out, n_blocks, xq, kx, w.n_in,
+    launch_chained(kq_mma_kernel<F, NT, S, kXs, kTma>, static_cast<unsigned>(grid), kKqWarps * 32,
+                   kSmemBytes<F, NT, S, kXs, kTma>, stream, tw, tx, wp, rb, w.n_out, n_blocks, xq, kx, w.n_in,
                    static_cast<int>(rows), n_groups, static_cast<int>(n_units), out, out_stride, accumulate ? 1 : 0,
                    tail_subs);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
@@ -725,16 +794,21 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   };
   auto with_stages = [&](auto n_tiles) -> Status {
     constexpr int NT = decltype(n_tiles)::value;
+    using Two = std::integral_constant<int, 2>;
     if constexpr (kStagedXFormat<F>) {
       if (rows > kL1MaxRows && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
-        return launch(n_tiles, std::integral_constant<int, 2>{}, std::true_type{});
+        const bool tma_ok = kq_tma() && tma_supported(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
+                            rb % 16 == 0 && (reinterpret_cast<uintptr_t>(xq) & 15) == 0 &&
+                            kSmemBytes<F, NT, 2, true, true> <= optin;
+        if (tma_ok) return launch(n_tiles, Two{}, std::true_type{}, std::true_type{});
+        return launch(n_tiles, Two{}, std::true_type{}, std::false_type{});
       }
     }
     if (kSmemBytes<F, NT, kMaxStages, false> <= optin) {
-      return launch(n_tiles, std::integral_constant<int, kMaxStages>{}, std::false_type{});
+      return launch(n_tiles, std::integral_constant<int, kMaxStages>{}, std::false_type{}, std::false_type{});
     }
     if (kSmemBytes<F, NT, 2, false> <= optin) {
-      return launch(n_tiles, std::integral_constant<int, 2>{}, std::false_type{});
+      return launch(n_tiles, Two{}, std::false_type{}, std::false_type{});
     }
     return make_error(StatusCode::kUnsupported, "cuda matmul: the K-quant kernel needs " +
                                                     std::to_string(kSmemBytes<F, NT, 2, false>) +
@@ -751,10 +825,8 @@ Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock*
                      int64_t out_stride, bool accumulate, cudaStream_t stream) {
   switch (w.type) {
     case DType::kQ4_K:
-      if (kq_fold()) return launch_kq_for<KqMinFmt<false, false>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
       return launch_kq_for<KqMinFmt<false>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     case DType::kQ5_K:
-      if (kq_fold()) return launch_kq_for<KqMinFmt<true, false>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
       return launch_kq_for<KqMinFmt<true>>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     case DType::kQ6_K: return launch_kq_for<KqQ6Fmt>(w, xq, kx, rows, out, out_stride, accumulate, stream);
     case DType::kIQ4_XS: return launch_kq_for<KqIq4XsFmt>(w, xq, kx, rows, out, out_stride, accumulate, stream);
