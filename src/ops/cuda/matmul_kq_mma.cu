@@ -726,7 +726,7 @@ bool kq_tma() {
 
 // The TMA maps of one call (kTma): the weights as [n_out][row_bytes] bytes in boxes of 16 rows x kRowStride
 // bytes, the activation codes as [rows][n_in / 128][128] in boxes of 8 NT rows x two 128-byte halves, swizzled
-// (XTma). Fails (the caller keeps cp.async) where the weights' rows are not 16-byte aligned (Q6_K rows of a
+// (XTma). Fails (the caller then keeps cp.async) where the weights' rows are not 16-byte aligned (Q6_K rows of a
 // multiple of 2,048 elements are).
 template <class F, int NT>
 Status kq_tensor_maps(const DeviceMatrix& w, int64_t row_bytes, const int8_t* xq, int64_t rows, CUtensorMap& tw,
@@ -775,14 +775,14 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   int device = 0;
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   SAKER_ASSIGN_OR_RETURN(const int64_t optin, smem_optin(device));
-  auto launch = [&](auto n_tiles, auto stages, auto staged_x, auto tma) -> Status {
+  // tw, tx: the TMA maps (kTma), else unused.
+  auto launch = [&](auto n_tiles, auto stages, auto staged_x, auto tma, const CUtensorMap& tw,
+                    const CUtensorMap& tx) -> Status {
     constexpr int NT = decltype(n_tiles)::value, S = decltype(stages)::value;
     constexpr bool kXs = decltype(staged_x)::value, kTma = decltype(tma)::value;
     const int n_groups = static_cast<int>((rows + 8 * NT - 1) / (8 * NT));
     const int64_t n_units = (w.n_out + 15) / 16 * n_groups;
     if (n_units > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-    CUtensorMap tw{}, tx{};
-    if constexpr (kTma) SAKER_RETURN_IF_ERROR((kq_tensor_maps<F, NT>(w, rb, xq, rows, tw, tx)));
     SAKER_ASSIGN_OR_RETURN(const int64_t resident, (persistent_blocks<F, NT, S, kXs, kTma>(device)));
     const int64_t grid = n_units < resident ? n_units : resident;
     launch_chained(kq_mma_kernel<F, NT, S, kXs, kTma>, static_cast<unsigned>(grid), kKqWarps * 32,
@@ -794,21 +794,25 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   };
   auto with_stages = [&](auto n_tiles) -> Status {
     constexpr int NT = decltype(n_tiles)::value;
+    CUtensorMap tw{}, tx{};
     using Two = std::integral_constant<int, 2>;
     if constexpr (kStagedXFormat<F>) {
       if (rows > kL1MaxRows && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
         const bool tma_ok = kq_tma() && tma_supported(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
                             rb % 16 == 0 && (reinterpret_cast<uintptr_t>(xq) & 15) == 0 &&
                             kSmemBytes<F, NT, 2, true, true> <= optin;
-        if (tma_ok) return launch(n_tiles, Two{}, std::true_type{}, std::true_type{});
-        return launch(n_tiles, Two{}, std::true_type{}, std::false_type{});
+        // The maps are encoded on the host at each launch (a graph keeps them); where that fails, cp.async.
+        if (tma_ok && kq_tensor_maps<F, NT>(w, rb, xq, rows, tw, tx).ok()) {
+          return launch(n_tiles, Two{}, std::true_type{}, std::true_type{}, tw, tx);
+        }
+        return launch(n_tiles, Two{}, std::true_type{}, std::false_type{}, tw, tx);
       }
     }
     if (kSmemBytes<F, NT, kMaxStages, false> <= optin) {
-      return launch(n_tiles, std::integral_constant<int, kMaxStages>{}, std::false_type{}, std::false_type{});
+      return launch(n_tiles, std::integral_constant<int, kMaxStages>{}, std::false_type{}, std::false_type{}, tw, tx);
     }
     if (kSmemBytes<F, NT, 2, false> <= optin) {
-      return launch(n_tiles, Two{}, std::false_type{}, std::false_type{});
+      return launch(n_tiles, Two{}, std::false_type{}, std::false_type{}, tw, tx);
     }
     return make_error(StatusCode::kUnsupported, "cuda matmul: the K-quant kernel needs " +
                                                     std::to_string(kSmemBytes<F, NT, 2, false>) +
