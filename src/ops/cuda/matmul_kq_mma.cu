@@ -451,7 +451,7 @@ constexpr int kSmemBytes = kKqWarps* S* kStageBytes<F, NT, kXs> +
 // (One unit a block measured no faster than the register-fed kernel before it: with two weight blocks per
 // warp at n_in 4096, every wave loaded, then computed, then reduced.)
 // kTma (Hopper; with kXs): lane 0 stages a block with two TMA copies, the 16 weight rows as one box of tw
-// (kRowStride bytes of each row from the block's start: the stage's layout, the block at offset 0) and the
+// (kRowStride bytes of each row from the 16-byte boundary at or below the block: the stage's layout) and the
 // 8 NT activation rows as one box of tx (XTma), both counted on the stage's mbarrier; tw and tx are unused
 // otherwise.
 template <class F, int NT, int kStages, bool kXs, bool kTma = false>
@@ -533,7 +533,9 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
           const int b = warp + kKqWarps * copy_i;
           fence_proxy_async_smem();  // the lanes' reads of this stage (ordered by the __syncwarp) come first
           mbar_arrive_expect_tx(bars + st, kWBytes + kXBytes);
-          tma_load_2d(w_stage(st), &tw, b * F::kBlockBytes, copy_tile * 16, bars + st);
+          // A box's rows must start 16-byte aligned in global memory (Q6_K's 210-byte blocks do not): the
+          // box starts at the boundary at or below the block, which then sits (b * 210) & 15 bytes in.
+          tma_load_2d(w_stage(st), &tw, (b * F::kBlockBytes) & ~15, copy_tile * 16, bars + st);
           tma_load_3d(x_stage(st), &tx, 0, 2 * b, copy_first, bars + st);
         }
         ++copy_n;
@@ -630,9 +632,10 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
       const uintptr_t boff = static_cast<uintptr_t>(b) * F::kBlockBytes;
       const uint8_t* s0 = st + g * F::kRowStride;
       const uint8_t* s1 = st + (g + 8) * F::kRowStride;
-      // Where the block starts in its staged rows: the TMA box starts at the block itself.
-      const int at0 = kTma ? 0 : static_cast<int>((row_lo0 + boff) & 15);
-      const int at1 = kTma ? 0 : static_cast<int>((row_lo1 + boff) & 15);
+      // Where the block starts in its staged rows (the TMA box starts at the 16-byte boundary below the block;
+      // the weight rows are 16-byte aligned there).
+      const int at0 = static_cast<int>((kTma ? boff : row_lo0 + boff) & 15);
+      const int at1 = static_cast<int>((kTma ? boff : row_lo1 + boff) & 15);
       const typename F::Hdr h0 = F::load_hdr(s0, at0, t), h1 = F::load_hdr(s1, at1, t);
       // B rows (column g of each n-tile).
       std::conditional_t<kTma, XTma, std::conditional_t<kXs, XStaged, XGlobal<NT>>> xb;
