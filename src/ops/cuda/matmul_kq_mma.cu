@@ -719,12 +719,20 @@ bool kq_stage_activations() {
 }
 
 // SAKER_CUDA_MATMUL=kqtma: the staged K-quant kernel copies its stages with TMA (Hopper), to compare; same bits.
+// kqtma1: also at 1-4 rows, which then stage their activations too (and come here instead of the dp4a kernel).
+bool kq_tma_all() {
+  static const bool all = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "kqtma1") == 0;
+  }();
+  return all;
+}
 bool kq_tma() {
   static const bool tma = [] {
     const char* v = debug_env().cuda_matmul;
     return v != nullptr && std::strcmp(v, "kqtma") == 0;
   }();
-  return tma;
+  return tma || kq_tma_all();
 }
 
 // The TMA maps of one call (kTma): the weights as [n_out][row_bytes] bytes in boxes of 16 rows x kRowStride
@@ -800,7 +808,7 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     CUtensorMap tw{}, tx{};
     using Two = std::integral_constant<int, 2>;
     if constexpr (kStagedXFormat<F>) {
-      if (rows > kL1MaxRows && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
+      if ((rows > kL1MaxRows || kq_tma_all()) && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
         const bool tma_ok = kq_tma() && tma_supported(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
                             rb % 16 == 0 && (reinterpret_cast<uintptr_t>(xq) & 15) == 0 &&
                             kSmemBytes<F, NT, 2, true, true> <= optin;
