@@ -10,9 +10,8 @@
 //                     before the width-invariant kernels (to compare); "kqmma": every K-quant width up to 64
 //                     takes the width-invariant tensor-core kernel; "kql1": that kernel reads the K-quants'
 //                     activation codes through L1 instead of staging them; "q8narrow": the legacy dp4a decode
-//                     kernel keeps one output row per warp at 4-8 rows; "kqtma": the staged K-quant kernel
-//                     (5-64 rows) fills its stages with Hopper's TMA copies instead of cp.async (same bits);
-//                     "kqtma1": so does every K-quant width 1-64, all on the tensor-core kernel
+//                     kernel keeps one output row per warp at 4-8 rows; "kqcp": the staged K-quant
+//                     kernel fills its stages with cp.async instead of Hopper's TMA copies (same bits)
 //   SAKER_CUDA_PDL    "0": CUDA kernels launch one after another instead of chained (programmatic dependent
 //                     launch, ops/cuda/chained_launch.cuh), to compare or to bisect a race
 //   SAKER_CUDA_UNFUSED "1": the CUDA decoder runs q/k norm + RoPE + KV write as three ops instead of one

@@ -4,13 +4,13 @@
 //   1. kx_quantize_kernel (matmul_kq.cu): x [rows, n_in] f32 -> int8 codes + one KxBlock per 256 elements;
 //   2. kq_mma_kernel: a block of eight warps owns 16 output rows; warp w is stream w of the canonical sum and
 //      takes weight blocks w, w + 8, ... Each warp copies its next blocks' 16 weight rows (and, for the
-//      K-quants, the block's activation codes) into its own shared-memory stages with cp.async (two or three
-//      deep, no block-wide barrier), then reads its lanes' fragments of the codes from there, multiplies them
-//      with every 8-row n-tile of activation codes by mma.sync (m16n8k32 for Q4_K / Q5_K sub-blocks of 32,
-//      m16n8k16 for Q6_K's of 16) into the exact int32 sums T and M (Q4_K / Q5_K: each sub-block's scale and
-//      min ride in the A fragment and the MMAs accumulate the whole block; Q6_K and the other formats fold each
-//      sub-block's sum with its scale), and adds the block's value to its stream. The eight streams meet in
-//      shared memory in the canonical tree.
+//      K-quants, the block's activation codes) into its own shared-memory stages (two or three deep, no
+//      block-wide barrier; on Hopper one lane's two TMA copies a stage, tma.cuh, else cp.async), then reads its lanes'
+//      fragments of the codes from there, multiplies them with every 8-row n-tile of activation codes by mma.sync
+//      (m16n8k32 for Q4_K / Q5_K sub-blocks of 32, m16n8k16 for Q6_K's of 16) into the exact int32 sums T and M (Q4_K /
+//      Q5_K: each sub-block's scale and min ride in the A fragment and the MMAs accumulate the whole block; Q6_K and
+//      the other formats fold each sub-block's sum with its scale), and adds the block's value to its stream. The eight
+//      streams meet in shared memory in the canonical tree.
 // Each weight byte is read from DRAM once per call; the codes of x (1 byte an element) are re-read from L2 by
 // every block of output rows: at 16 rows they are the larger stream (16 x 256 bytes a block against 16 x 144
 // of Q4_K weights), and an MMA waiting for its activation operand loaded just before it was the kernel's
@@ -708,7 +708,8 @@ constexpr bool kStagedXFormat =
 // 3-4% (docs/performance.md); three stages of both left one block an SM and measured slower. At 3-4 rows the
 // staged copies are half padding and the L1 path's third stage hides more DRAM latency: an 8B Q4_K_M 4-row
 // verify step took 4.59-4.65 ms on L1 against 5.00 staged (8 rows: 5.26-5.35 against 5.10-5.13), so calls of
-// up to kL1MaxRows rows keep the L1 path.
+// up to kL1MaxRows rows keep the L1 path where the stages are copied by cp.async. With TMA stages (below) a
+// copy is one instruction, and 4 rows measured 3.87-3.92 ms staged against 4.66-4.70 on L1 (H100).
 constexpr int64_t kL1MaxRows = 4;
 bool kq_stage_activations() {
   static const bool staged = [] {
@@ -718,21 +719,16 @@ bool kq_stage_activations() {
   return staged;
 }
 
-// SAKER_CUDA_MATMUL=kqtma: the staged K-quant kernel copies its stages with TMA (Hopper), to compare; same bits.
-// kqtma1: also at 1-4 rows, which then stage their activations too (and come here instead of the dp4a kernel).
-bool kq_tma_all() {
-  static const bool all = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "kqtma1") == 0;
-  }();
-  return all;
-}
+// Whether the staged K-quant kernel fills its stages with TMA copies (Hopper: lane 0 issues two copies a
+// stage, where cp.async took thirteen 16-byte copies a lane); SAKER_CUDA_MATMUL=kqcp keeps cp.async, to
+// compare. Same bits. H100, 8B Q4_K_M verify steps after 512 tokens: 8 rows 4.16 ms against 4.89, 16 rows
+// 5.36 against 6.07, 64 rows 18.35 against 21.3 (docs/performance.md).
 bool kq_tma() {
   static const bool tma = [] {
     const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "kqtma") == 0;
+    return v == nullptr || std::strcmp(v, "kqcp") != 0;
   }();
-  return tma || kq_tma_all();
+  return tma;
 }
 
 // The TMA maps of one call (kTma): the weights as [n_out][row_bytes] bytes in boxes of 16 rows x kRowStride
@@ -808,10 +804,10 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     CUtensorMap tw{}, tx{};
     using Two = std::integral_constant<int, 2>;
     if constexpr (kStagedXFormat<F>) {
-      if ((rows > kL1MaxRows || kq_tma_all()) && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
-        const bool tma_ok = kq_tma() && tma_supported(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
-                            rb % 16 == 0 && (reinterpret_cast<uintptr_t>(xq) & 15) == 0 &&
-                            kSmemBytes<F, NT, 2, true, true> <= optin;
+      const bool tma_ok = kq_tma() && tma_supported(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
+                          rb % 16 == 0 && (reinterpret_cast<uintptr_t>(xq) & 15) == 0 &&
+                          kSmemBytes<F, NT, 2, true, true> <= optin;
+      if ((rows > kL1MaxRows || tma_ok) && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
         // The maps are encoded on the host at each launch (a graph keeps them); where that fails, cp.async.
         if (tma_ok && kq_tensor_maps<F, NT>(w, rb, xq, rows, tw, tx).ok()) {
           return launch(n_tiles, Two{}, std::true_type{}, std::true_type{}, tw, tx);
