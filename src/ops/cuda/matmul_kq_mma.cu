@@ -454,8 +454,10 @@ constexpr int kSmemBytes = kKqWarps* S* kStageBytes<F, NT, kXs> +
 // (kRowStride bytes of each row from the 16-byte boundary at or below the block: the stage's layout) and the
 // 8 NT activation rows as one box of tx (XTma), both counted on the stage's mbarrier; tw and tx are unused
 // otherwise.
+// Two blocks an SM up to 16 activation rows a unit; one for 32 (SAKER_CUDA_MATMUL=kqnt4), whose stages and
+// accumulators would not fit twice.
 template <class F, int NT, int kStages, bool kXs, bool kTma = false>
-__global__ void __launch_bounds__(kKqWarps * 32, 2)
+__global__ void __launch_bounds__(kKqWarps * 32, NT >= 4 ? 1 : 2)
     kq_mma_kernel(const __grid_constant__ CUtensorMap tw, const __grid_constant__ CUtensorMap tx,
                   const uint8_t* __restrict__ w,  // [n_out, row_bytes] GGUF blocks
                   int64_t row_bytes, int64_t n_out, int n_blocks,
@@ -464,8 +466,8 @@ __global__ void __launch_bounds__(kKqWarps * 32, 2)
                   int64_t n_in, int rows, int n_groups, int n_units, float* __restrict__ out, int64_t out_stride,
                   int accumulate,
                   int tail_subs) {  // 32-element sub-blocks of a row's last block (8 if whole)
-  static_assert(!kTma || kXs, "the TMA path stages the activations");
   chain_in_late();
+  static_assert(!kTma || kXs, "the TMA path stages the activations");
   extern __shared__ __align__(1024) uint8_t smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   constexpr int kStage = kStageBytes<F, NT, kXs>;
@@ -719,6 +721,17 @@ bool kq_stage_activations() {
   return staged;
 }
 
+// SAKER_CUDA_MATMUL=kqnt4: the K-quants' calls of more than 16 rows take units of 32 activation rows (NT = 4,
+// one block an SM: 176-183 registers with TMA stages), so each A fragment built from the weights serves twice
+// the rows (to measure; same bits).
+bool kq_nt4() {
+  static const bool nt4 = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "kqnt4") == 0;
+  }();
+  return nt4;
+}
+
 // Whether the staged K-quant kernel fills its stages with TMA copies (Hopper: lane 0 issues two copies a
 // stage, where cp.async took thirteen 16-byte copies a lane); SAKER_CUDA_MATMUL=kqcp keeps cp.async, to
 // compare. Same bits. H100, 8B Q4_K_M verify steps after 512 tokens: 8 rows 4.16 ms against 4.89, 16 rows
@@ -827,6 +840,9 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
                                                     std::to_string(optin));
   };
   if (rows <= 8) return with_stages(std::integral_constant<int, 1>{});
+  if constexpr (kStagedXFormat<F>) {
+    if (rows > 16 && kq_nt4()) return with_stages(std::integral_constant<int, 4>{});
+  }
   return with_stages(std::integral_constant<int, 2>{});
 }
 
