@@ -120,7 +120,7 @@ struct XStaged {
     return *reinterpret_cast<const uint32_t*>(at(nt, off));
   }
 };
-// XTma: from the warp's stage as a TMA copy left it (SAKER_CUDA_MATMUL=kqtma): the rows' two 128-byte halves
+// XTma: from the warp's stage as a TMA copy left it (Hopper's default): the rows' two 128-byte halves
 // are lines 2r and 2r + 1 of the box, and the 128-byte swizzle put a line's 16-byte chunk c at c ^ (line & 7)
 // (the stage starts on a 1024-byte boundary). A half-warp's fragment loads (rows g 0-3 or 4-7, chunk pairs
 // 2(j & 3) + {0, 1}) then meet eight distinct chunk positions: conflict-free, as XStaged.
@@ -439,8 +439,8 @@ constexpr int kRedBuffers = kXs ? 1 : 2;
 // activation parts come first, each on a 1024-byte boundary (the TMA's 128-byte swizzle), then their weight
 // parts: the same bytes, two regions.
 template <class F, int NT, int S, bool kXs, bool kTma = false>
-constexpr int kSmemBytes = kKqWarps* S* kStageBytes<F, NT, kXs> +
-                           (kTma ? kKqWarps * S * 8 : 0) + kRedBuffers<kXs>* kKqWarps* NT * 4 * 32 * 4;
+constexpr int kSmemBytes = (kKqWarps * S) * kStageBytes<F, NT, kXs> + (kTma ? kKqWarps * S * 8 : 0) +
+                           (kKqWarps * NT * 4 * 32 * 4) * kRedBuffers<kXs>;
 
 // A unit of work is 16 output rows (a weight tile) times one group of 8 NT activation rows; unit u is tile
 // u / n_groups, group u % n_groups, so the groups of one tile run side by side and all but the first read

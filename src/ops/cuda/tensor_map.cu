@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 
+#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -29,6 +30,10 @@ Result<EncodeTiled> encoder() {
   if (fn == nullptr) return make_error(StatusCode::kUnsupported, "cuda: the driver offers no cuTensorMapEncodeTiled");
   return fn;
 }
+
+// A kernel of this file stands for the K-quant kernels: ops/cuda is compiled for one set of targets. (It keeps
+// the chained-launch contract of every kernel here, though it never runs.)
+__global__ void tma_probe_kernel() { chain_in(); }
 
 }  // namespace
 
@@ -59,7 +64,13 @@ bool tma_supported(int device) {
   std::atomic<int>& slot = cache[device & 63];
   if (const int v = slot.load(std::memory_order_acquire); v != 0) return v == 2;
   int major = 0;
-  const bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+  cudaFuncAttributes fa{};
+  // The kernels must have been compiled for a compute_90 target or later too: a build for an older target
+  // runs on Hopper from its PTX, where the TMA helpers are traps (tma.cuh).
+  const bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                   major >= 9 && cudaFuncGetAttributes(&fa, tma_probe_kernel) == cudaSuccess && fa.ptxVersion >= 90 &&
+                   fa.binaryVersion >= 90;
+  if (!yes) (void)cudaGetLastError();
   slot.store(yes ? 2 : 1, std::memory_order_release);
   return yes;
 }
