@@ -1,7 +1,8 @@
 // The width-invariant K-quant matmul's entry: x quantised once per call (kq_canon.h's activation blocks),
 // then the dp4a kernel for the narrowest calls (one warp streams one weight row: the fastest at decode) or
 // the tensor-core kernel beyond. Both compute the canonical order, so which one ran never shows in the bits.
-// SAKER_CUDA_MATMUL=kqmma sends every row count to the tensor-core kernel (to measure the split).
+// SAKER_CUDA_MATMUL=kqmma (and kqs3, matmul_kq_mma.cu) sends every row count to the tensor-core kernel (to
+// measure the split).
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -36,7 +37,7 @@ __global__ void __launch_bounds__(kQuantWarps * 32)
 bool kq_force_mma() {
   static const bool force = [] {
     const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "kqmma") == 0;
+    return v != nullptr && (std::strcmp(v, "kqmma") == 0 || std::strcmp(v, "kqs3") == 0);
   }();
   return force;
 }

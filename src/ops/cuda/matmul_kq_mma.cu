@@ -732,6 +732,18 @@ bool kq_nt4() {
   return nt4;
 }
 
+// SAKER_CUDA_MATMUL=kqs3: Q4_K calls of up to 8 rows give each warp three TMA stages instead of two (115 KB a
+// block, still two blocks an SM; Q5_K's and Q6_K's would not fit twice), for more bytes in flight where a block step
+// has little arithmetic; with it every width goes to the tensor-core kernel (matmul_kq.cu), to compare with the dp4a
+// kernel at 1-2 rows. To measure; same bits.
+bool kq_three_stages() {
+  static const bool three = [] {
+    const char* v = debug_env().cuda_matmul;
+    return v != nullptr && std::strcmp(v, "kqs3") == 0;
+  }();
+  return three;
+}
+
 // Whether the staged K-quant kernel fills its stages with TMA copies (Hopper: lane 0 issues two copies a
 // stage, where cp.async took thirteen 16-byte copies a lane); SAKER_CUDA_MATMUL=kqcp keeps cp.async, to
 // compare. Same bits. H100, 8B Q4_K_M verify steps after 512 tokens: 8 rows 4.16 ms against 4.89, 16 rows
@@ -823,6 +835,13 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
       if ((rows > kL1MaxRows || tma_ok) && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
         // The maps are encoded on the host at each launch (a graph keeps them); where that fails, cp.async.
         if (tma_ok && kq_tensor_maps<F, NT>(w, rb, xq, rows, tw, tx).ok()) {
+          if constexpr (NT == 1) {
+            // Only where two blocks still fit an SM of Hopper's 228 KB (each with its 1 KB reserve): Q4_K.
+            if (kq_three_stages() && 2 * (kSmemBytes<F, NT, 3, true, true> + 1024) <= 228 * 1024 &&
+                kSmemBytes<F, NT, 3, true, true> <= optin) {
+              return launch(n_tiles, std::integral_constant<int, 3>{}, std::true_type{}, std::true_type{}, tw, tx);
+            }
+          }
           return launch(n_tiles, Two{}, std::true_type{}, std::true_type{}, tw, tx);
         }
         return launch(n_tiles, Two{}, std::true_type{}, std::false_type{}, tw, tx);
