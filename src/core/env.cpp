@@ -1,6 +1,7 @@
 #include "core/env.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -22,6 +23,11 @@ const DebugEnv& debug_env() {
     return e;
   }();
   return env;
+}
+
+bool cuda_matmul_is(const char* value) {
+  const char* v = debug_env().cuda_matmul;
+  return v != nullptr && std::strcmp(v, value) == 0;
 }
 
 std::string model_cache_dir() {

@@ -46,6 +46,9 @@ struct DebugEnv {
 
 const DebugEnv& debug_env();
 
+// Whether SAKER_CUDA_MATMUL is exactly `value` (each comparison path's switch; callers keep the answer).
+bool cuda_matmul_is(const char* value);
+
 // The folder saker keeps pulled models in (under models/): SAKER_CACHE_DIR, else $XDG_CACHE_HOME/saker, else
 // ~/.cache/saker, else a folder in the system's temporary directory.
 std::string model_cache_dir();

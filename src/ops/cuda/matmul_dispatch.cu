@@ -94,28 +94,19 @@ Status launch_matvec_fast(const DeviceMatrix& w, const float* x, int64_t rows, f
 namespace {
 
 bool force_simple() {
-  static const bool simple = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "simple") == 0;
-  }();
+  static const bool simple = cuda_matmul_is("simple");
   return simple;
 }
 
 // SAKER_CUDA_MATMUL=fma: decode/verify rows take the FMA kernels only (no tensor-core verify kernel).
 bool force_fma() {
-  static const bool fma = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "fma") == 0;
-  }();
+  static const bool fma = cuda_matmul_is("fma");
   return fma;
 }
 
 // SAKER_CUDA_MATMUL=legacy: the K-quant dispatch before the width-invariant kernel.
 bool force_legacy() {
-  static const bool legacy = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "legacy") == 0;
-  }();
+  static const bool legacy = cuda_matmul_is("legacy");
   return legacy;
 }
 

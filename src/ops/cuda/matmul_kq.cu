@@ -5,8 +5,6 @@
 // measure the split).
 #include <cuda_runtime.h>
 
-#include <cstring>
-
 #include "core/env.h"
 #include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
@@ -35,10 +33,7 @@ __global__ void __launch_bounds__(kQuantWarps * 32)
 }
 
 bool kq_force_mma() {
-  static const bool force = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v != nullptr && (std::strcmp(v, "kqmma") == 0 || std::strcmp(v, "kqs3") == 0);
-  }();
+  static const bool force = cuda_matmul_is("kqmma") || cuda_matmul_is("kqs3");
   return force;
 }
 

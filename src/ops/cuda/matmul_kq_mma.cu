@@ -35,7 +35,6 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -714,10 +713,7 @@ constexpr bool kStagedXFormat =
 // copy is one instruction, and 4 rows measured 3.87-3.92 ms staged against 4.66-4.70 on L1 (H100).
 constexpr int64_t kL1MaxRows = 4;
 bool kq_stage_activations() {
-  static const bool staged = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v == nullptr || std::strcmp(v, "kql1") != 0;
-  }();
+  static const bool staged = !cuda_matmul_is("kql1");
   return staged;
 }
 
@@ -725,10 +721,7 @@ bool kq_stage_activations() {
 // one block an SM: 176-183 registers with TMA stages), so each A fragment built from the weights serves twice
 // the rows (to measure; same bits).
 bool kq_nt4() {
-  static const bool nt4 = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "kqnt4") == 0;
-  }();
+  static const bool nt4 = cuda_matmul_is("kqnt4");
   return nt4;
 }
 
@@ -737,10 +730,7 @@ bool kq_nt4() {
 // has little arithmetic; with it every width goes to the tensor-core kernel (matmul_kq.cu), to compare with the dp4a
 // kernel at 1-2 rows. To measure; same bits.
 bool kq_three_stages() {
-  static const bool three = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "kqs3") == 0;
-  }();
+  static const bool three = cuda_matmul_is("kqs3");
   return three;
 }
 
@@ -749,10 +739,7 @@ bool kq_three_stages() {
 // compare. Same bits. H100, 8B Q4_K_M verify steps after 512 tokens: 8 rows 4.16 ms against 4.89, 16 rows
 // 5.36 against 6.07, 64 rows 18.35 against 21.3 (docs/performance.md).
 bool kq_tma() {
-  static const bool tma = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v == nullptr || std::strcmp(v, "kqcp") != 0;
-  }();
+  static const bool tma = !cuda_matmul_is("kqcp");
   return tma;
 }
 
@@ -829,7 +816,7 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     CUtensorMap tw{}, tx{};
     using Two = std::integral_constant<int, 2>;
     if constexpr (kStagedXFormat<F>) {
-      const bool tma_ok = kq_tma() && tma_supported(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
+      const bool tma_ok = kq_tma() && hopper_code_on(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
                           rb % 16 == 0 && (reinterpret_cast<uintptr_t>(xq) & 15) == 0 &&
                           kSmemBytes<F, NT, 2, true, true> <= optin;
       if ((rows > kL1MaxRows || tma_ok) && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {

@@ -5,7 +5,6 @@
 //      unpacks the codes into int32 words and dots them with the int8 x by __dp4a; R activation rows share
 //      each weight load, and a warp's two output rows share each x load.
 // x costs 1 byte per element instead of 4 from L1, which bounded the f32 FMA kernels well below DRAM speed.
-#include <cstring>
 #include <type_traits>
 
 #include "core/env.h"
@@ -150,10 +149,7 @@ __global__ void __launch_bounds__(kQ8Warps * 32)
 
 // SAKER_CUDA_MATMUL=q8narrow: one output row per warp at every row count (to measure what NO > 1 buys).
 bool q8_narrow() {
-  static const bool narrow = [] {
-    const char* v = debug_env().cuda_matmul;
-    return v != nullptr && std::strcmp(v, "q8narrow") == 0;
-  }();
+  static const bool narrow = cuda_matmul_is("q8narrow");
   return narrow;
 }
 

@@ -2,10 +2,8 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <string>
 
-#include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 
 namespace saker::cuda::detail {
@@ -31,10 +29,6 @@ Result<EncodeTiled> encoder() {
   return fn;
 }
 
-// A kernel of this file stands for the K-quant kernels: ops/cuda is compiled for one set of targets. (It keeps
-// the chained-launch contract of every kernel here, though it never runs.)
-__global__ void tma_probe_kernel() { chain_in(); }
-
 }  // namespace
 
 Result<CUtensorMap> encode_tensor_map(const ByteTensor& t) {
@@ -57,22 +51,6 @@ Result<CUtensorMap> encode_tensor_map(const ByteTensor& t) {
     return make_error(StatusCode::kInternal, "cuda tensor map: cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")");
   }
   return map;
-}
-
-bool tma_supported(int device) {
-  static std::atomic<int> cache[64] = {};  // 0 unknown, 1 no, 2 yes
-  std::atomic<int>& slot = cache[device & 63];
-  if (const int v = slot.load(std::memory_order_acquire); v != 0) return v == 2;
-  int major = 0;
-  cudaFuncAttributes fa{};
-  // The kernels must have been compiled for a compute_90 target or later too: a build for an older target
-  // runs on Hopper from its PTX, where the TMA helpers are traps (tma.cuh).
-  const bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-                   major >= 9 && cudaFuncGetAttributes(&fa, tma_probe_kernel) == cudaSuccess && fa.ptxVersion >= 90 &&
-                   fa.binaryVersion >= 90;
-  if (!yes) (void)cudaGetLastError();
-  slot.store(yes ? 2 : 1, std::memory_order_release);
-  return yes;
 }
 
 }  // namespace saker::cuda::detail

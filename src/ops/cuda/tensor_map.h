@@ -25,8 +25,4 @@ struct ByteTensor {
 };
 Result<CUtensorMap> encode_tensor_map(const ByteTensor& t);
 
-// Whether TMA copies run on this device: compute capability 9.0 or later, and ops/cuda's kernels compiled for
-// a compute_90 target or later (not an older target's PTX compiled for Hopper by the driver); cached per device.
-bool tma_supported(int device);
-
 }  // namespace saker::cuda::detail
