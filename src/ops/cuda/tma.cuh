@@ -74,6 +74,17 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
   SAKER_TMA_ELSE
 #endif
 }
+// Copies `bytes` (a multiple of 16) from src to dst (both 16-byte aligned) as one bulk copy, counting them on bar.
+__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#ifdef SAKER_TMA_DEVICE
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+#else
+  SAKER_TMA_ELSE
+#endif
+}
 // Copies the box at coordinates (x, y[, z]) (elements; innermost first) of the tensor map into dst, counting
 // its bytes on bar. The map is a __grid_constant__ kernel parameter (its generic address is passed).
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {

@@ -1,0 +1,177 @@
+// The one- and two-row K-quant matmul on Hopper, with the weights streamed through shared memory: the dp4a
+// kernel's arithmetic (kq_dp4a_units.cuh, so the same bits), but each warp's weight bytes arrive by bulk copies
+// (cp.async.bulk, one instruction of lane 0 a stage) into a ring of kStages stages of its own, issued
+// kStages - 1 chunks ahead of the one it computes. The dp4a kernel loads a row's units into registers and
+// waits on their DRAM latency before it can ask for more, with a few KB a warp in flight and a new block per
+// four rows; here the blocks stay resident (a persistent grid: warp g takes rows g, g + warps, ...) and every
+// warp keeps up to kStages chunks of weights in flight while it computes, so the copy engine, not the warps'
+// issue, keeps DRAM busy.
+//
+// A stage holds one chunk: kChunkBlocks consecutive weight blocks of one row (the row's last chunk may be
+// shorter). A bulk copy needs 16-byte aligned addresses and a size of whole 16-byte units: rows of a multiple
+// of 16 bytes from a 16-byte aligned matrix (every Q4_K / Q5_K row; Q6_K rows of a multiple of 2,048 elements)
+// qualify; the launcher sends the rest to the dp4a kernel.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <type_traits>
+
+#include "core/env.h"
+#include "ops/cuda/chained_launch.cuh"
+#include "ops/cuda/chained_launch.h"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/kq_dp4a_units.cuh"
+#include "ops/cuda/resident_blocks.h"
+#include "ops/cuda/tma.cuh"
+
+namespace saker::cuda::detail {
+namespace {
+
+using kq::KxBlock;
+
+constexpr int kStreamWarps = 8;   // warps a block, each with its own ring (no block-wide barrier)
+constexpr int kStages = 3;        // chunks a warp has in flight or in hand
+constexpr int kChunkBlocks = 16;  // weight blocks a chunk: 2,304 / 2,816 / 3,360 bytes (Q4_K / Q5_K / Q6_K)
+
+template <DType T>
+constexpr int kChunkBytes = kChunkBlocks* dp4a::Dp4aFmt<T>::kBlockBytes;
+// The stages of every warp, then each warp's kStages mbarriers. Q4_K 55.5 KB (three blocks an SM), Q5_K 67.8 KB
+// (three), Q6_K 80.8 KB (two).
+template <DType T>
+constexpr int kSmemBytes = kStreamWarps* kStages*(kChunkBytes<T> + 8);
+
+template <DType T, int R>
+__global__ void __launch_bounds__(kStreamWarps * 32, 3)  // three blocks an SM where shared memory allows
+    kq_stream_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n_out, int n_blocks,
+                     const int8_t* __restrict__ xq,   // [rows, n_in] codes
+                     const KxBlock* __restrict__ kx,  // [rows, n_blocks]
+                     int64_t n_in, int rows, float* __restrict__ out, int64_t out_stride, int accumulate,
+                     int chunks) {                                        // chunks a row: ceil(n_blocks / kChunkBlocks)
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kStreamWarps;  // the block's first rows
+  prefetch_weights_l2(w, row_bytes, first, kStreamWarps, n_out);
+  chain_in();
+  using F = dp4a::Dp4aFmt<T>;
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  uint8_t* const stages = smem + warp * kStages * kChunkBytes<T>;
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(smem + kStreamWarps * kStages * kChunkBytes<T>) + warp * kStages;
+  // Work item j of this warp: chunk j % chunks of its row j / chunks, which is row gw + (j / chunks) * n_warps.
+  const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kStreamWarps;
+  const int64_t gw = first + warp;
+  const int64_t items = gw < n_out ? ((n_out - 1 - gw) / n_warps + 1) * chunks : 0;
+  if (items == 0) return;  // whole warp (nothing below waits for other warps)
+
+  // Lane 0: item j's chunk into stage j % kStages, its bytes counted on that stage's barrier. The stage was
+  // last read by item j - kStages, which every lane finished before the __syncwarp that precedes this.
+  auto issue = [&](int64_t j) {
+    const int64_t o = gw + (j / chunks) * n_warps;
+    const int b0 = static_cast<int>(j % chunks) * kChunkBlocks;
+    const int nb = min(kChunkBlocks, n_blocks - b0);
+    const uint32_t bytes = static_cast<uint32_t>(nb * F::kBlockBytes);
+    const int s = static_cast<int>(j % kStages);
+    fence_proxy_async_smem();
+    mbar_arrive_expect_tx(bars + s, bytes);
+    bulk_load_1d(stages + s * kChunkBytes<T>, w + o * row_bytes + static_cast<int64_t>(b0) * F::kBlockBytes, bytes,
+                 bars + s);
+  };
+  if (lane == 0) {
+    for (int s = 0; s < kStages; ++s) mbar_init(bars + s, 1);
+    mbar_init_fence();
+    for (int64_t j = 0; j < kStages && j < items; ++j) issue(j);
+  }
+  __syncwarp();
+
+  float acc0[R], acc1[R];  // streams G and G + 4, per activation row
+#pragma unroll
+  for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
+  // Activation rows past `rows` re-read the last row (their results are never written).
+  int xrow[R];
+#pragma unroll
+  for (int t = 0; t < R; ++t) xrow[t] = min(t, rows - 1);
+  const int grp = lane >> 3, unit = lane & 7;
+  for (int64_t j = 0; j < items; ++j) {
+    const int s = static_cast<int>(j % kStages);
+    const int c = static_cast<int>(j % chunks);
+    const int b0 = c * kChunkBlocks, b_end = min(b0 + kChunkBlocks, n_blocks);
+    mbar_wait(bars + s, static_cast<uint32_t>(j / kStages) & 1u);
+    dp4a::row_span<T, q8::SharedBytes, R>(stages + s * kChunkBytes<T>, b0, grp, unit, b0 / 4, b_end, xq, kx, n_in,
+                                          n_blocks, xrow, acc0, acc1);
+    __syncwarp();
+    if (lane == 0 && j + kStages < items) issue(j + kStages);
+    if (c == chunks - 1) {
+      dp4a::row_finish<R>(acc0, acc1, lane, rows, gw + (j / chunks) * n_warps, out, out_stride, accumulate);
+#pragma unroll
+      for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
+    }
+  }
+}
+
+// Blocks of one instantiation resident on a device at once (the persistent grid), after raising its shared
+// memory limit; computed once per device.
+template <DType T, int R>
+Result<int64_t> stream_blocks(int device) {
+  static std::atomic<int64_t> cache[64] = {};
+  return once_per_device(cache, device, [&]() -> Result<int64_t> {
+    SAKER_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kq_stream_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<T>));
+    return resident_blocks(kq_stream_kernel<T, R>, kStreamWarps * 32, kSmemBytes<T>, device);
+  });
+}
+
+template <DType T>
+Status launch_stream_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
+                         int64_t out_stride, bool accumulate, cudaStream_t stream) {
+  int device = 0;
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  const auto* wp = static_cast<const uint8_t*>(w.data);
+  const int n_blocks = static_cast<int>(w.n_in / kq::kBlock);
+  const int chunks = (n_blocks + kChunkBlocks - 1) / kChunkBlocks;
+  const int64_t wanted = (w.n_out + kStreamWarps - 1) / kStreamWarps;
+  auto launch = [&](auto r) -> Status {
+    constexpr int R = decltype(r)::value;
+    SAKER_ASSIGN_OR_RETURN(const int64_t resident, (stream_blocks<T, R>(device)));
+    const int64_t grid = wanted < resident ? wanted : resident;
+    launch_chained(kq_stream_kernel<T, R>, static_cast<unsigned>(grid), kStreamWarps * 32, kSmemBytes<T>, stream, wp,
+                   matrix_row_bytes(w), w.n_out, n_blocks, xq, kx, w.n_in, static_cast<int>(rows), out, out_stride,
+                   accumulate ? 1 : 0, chunks);
+    SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    return Status{};
+  };
+  static_assert(kKqDp4aMaxRows <= 2, "row tiles of the streaming kernel");
+  if (rows == 1) return launch(std::integral_constant<int, 1>{});
+  return launch(std::integral_constant<int, 2>{});
+}
+
+// SAKER_CUDA_MATMUL=kqstream selects the streaming kernel (opt-in until measured against the dp4a kernel).
+bool kq_stream_enabled() {
+  static const bool on = cuda_matmul_is("kqstream");
+  return on;
+}
+
+}  // namespace
+
+bool kq_stream_takes(const DeviceMatrix& w, int64_t rows) {
+  if (!kq_stream_enabled() || rows < 1 || rows > kKqDp4aMaxRows) return false;
+  if (w.type != DType::kQ4_K && w.type != DType::kQ5_K && w.type != DType::kQ6_K) return false;
+  if (w.n_in % kq::kBlock != 0 || matrix_row_bytes(w) % 16 != 0 || (reinterpret_cast<uintptr_t>(w.data) & 15) != 0) {
+    return false;
+  }
+  int device = 0;
+  return cudaGetDevice(&device) == cudaSuccess && hopper_code_on(device);
+}
+
+Status launch_kq_stream(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
+                        int64_t out_stride, bool accumulate, cudaStream_t stream) {
+  switch (w.type) {
+    case DType::kQ4_K:
+      return launch_stream_for<DType::kQ4_K>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ5_K:
+      return launch_stream_for<DType::kQ5_K>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    case DType::kQ6_K:
+      return launch_stream_for<DType::kQ6_K>(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    default:
+      return make_error(StatusCode::kUnsupported, "cuda matmul: no streaming kernel for this dtype");
+  }
+}
+
+}  // namespace saker::cuda::detail
