@@ -5,7 +5,8 @@
 // waits on their DRAM latency before it can ask for more, with a few KB a warp in flight and a new block per
 // four rows; here the blocks stay resident (a persistent grid: warp g takes rows g, g + warps, ...) and every
 // warp keeps up to kStages chunks of weights in flight while it computes, so the copy engine, not the warps'
-// issue, keeps DRAM busy.
+// issue, keeps DRAM busy. The first chunks go out before the kernel's chained-launch wait (weights only), so
+// they load while the kernel before it finishes.
 //
 // A stage holds one chunk: kChunkBlocks consecutive weight blocks of one row (the row's last chunk may be
 // shorter). A bulk copy needs 16-byte aligned addresses and a size of whole 16-byte units: rows of a multiple
@@ -38,7 +39,65 @@ constexpr int kChunkBytes = kChunkBlocks* dp4a::Dp4aFmt<T>::kBlockBytes;
 // The stages of every warp, then each warp's kStages mbarriers. Q4_K 55.5 KB (three blocks an SM), Q5_K 67.8 KB
 // (three), Q6_K 80.8 KB (two).
 template <DType T>
-constexpr int kSmemBytes = kStreamWarps* kStages*(kChunkBytes<T> + 8);
+constexpr int kSmemBytes = (kChunkBytes<T> + 8) * kStages* kStreamWarps;
+
+// One warp's ring: its stages and barriers in the block's shared memory and its work items, item j being chunk
+// j % chunks of row gw + (j / chunks) * n_warps (warp gw of n_warps in the grid). Built from indices and
+// parameters only, so a kernel may build it before its wait.
+template <DType T>
+struct WarpRing {
+  using F = dp4a::Dp4aFmt<T>;
+  uint8_t* stages;
+  uint64_t* bars;
+  const uint8_t* w;
+  int64_t row_bytes, gw, n_warps, items;
+  int n_blocks, chunks;
+
+  __device__ __forceinline__ static WarpRing of(const uint8_t* w, int64_t row_bytes, int64_t n_out, int n_blocks,
+                                                int chunks) {
+    extern __shared__ __align__(128) uint8_t smem[];
+    const int warp = static_cast<int>(threadIdx.x >> 5);
+    WarpRing r;
+    r.stages = smem + warp * kStages * kChunkBytes<T>;
+    r.bars = reinterpret_cast<uint64_t*>(smem + kStreamWarps * kStages * kChunkBytes<T>) + warp * kStages;
+    r.w = w;
+    r.row_bytes = row_bytes;
+    r.n_warps = static_cast<int64_t>(gridDim.x) * kStreamWarps;
+    r.gw = static_cast<int64_t>(blockIdx.x) * kStreamWarps + warp;
+    r.items = r.gw < n_out ? ((n_out - 1 - r.gw) / r.n_warps + 1) * chunks : 0;
+    r.n_blocks = n_blocks;
+    r.chunks = chunks;
+    return r;
+  }
+  __device__ __forceinline__ int64_t row(int64_t j) const { return gw + (j / chunks) * n_warps; }
+  __device__ __forceinline__ const uint8_t* stage(int64_t j) const {
+    return stages + static_cast<int>(j % kStages) * kChunkBytes<T>;
+  }
+  // Lane 0: item j's chunk into stage j % kStages, its bytes counted on that stage's barrier. The stage was last
+  // read by item j - kStages, which every lane finished before the __syncwarp that precedes this.
+  __device__ __forceinline__ void issue(int64_t j) const {
+    const int b0 = static_cast<int>(j % chunks) * kChunkBlocks;
+    const int nb = min(kChunkBlocks, n_blocks - b0);
+    const uint32_t bytes = static_cast<uint32_t>(nb * F::kBlockBytes);
+    const int s = static_cast<int>(j % kStages);
+    fence_proxy_async_smem();
+    mbar_arrive_expect_tx(bars + s, bytes);
+    bulk_load_1d(stages + s * kChunkBytes<T>, w + row(j) * row_bytes + static_cast<int64_t>(b0) * F::kBlockBytes, bytes,
+                 bars + s);
+  }
+};
+
+// What the kernel does before its wait (chained_launch.cuh allows weights only): lane 0 initialises the warp's
+// barriers and sends its first kStages chunks, which read weights into the block's own shared memory, so
+// their DRAM time overlaps the kernel this one waits for. The other lanes wait on the barriers after a
+// __syncwarp.
+template <DType T>
+__device__ __forceinline__ void stage_weights_early(const WarpRing<T>& ring) {
+  if (ring.items == 0 || (threadIdx.x & 31) != 0) return;
+  for (int s = 0; s < kStages; ++s) mbar_init(ring.bars + s, 1);
+  mbar_init_fence();
+  for (int64_t j = 0; j < kStages && j < ring.items; ++j) ring.issue(j);
+}
 
 template <DType T, int R>
 __global__ void __launch_bounds__(kStreamWarps * 32, 3)  // three blocks an SM where shared memory allows
@@ -46,41 +105,13 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 3)  // three blocks an SM w
                      const int8_t* __restrict__ xq,   // [rows, n_in] codes
                      const KxBlock* __restrict__ kx,  // [rows, n_blocks]
                      int64_t n_in, int rows, float* __restrict__ out, int64_t out_stride, int accumulate,
-                     int chunks) {                                        // chunks a row: ceil(n_blocks / kChunkBlocks)
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kStreamWarps;  // the block's first rows
-  prefetch_weights_l2(w, row_bytes, first, kStreamWarps, n_out);
+                     int chunks) {  // chunks a row: ceil(n_blocks / kChunkBlocks)
+  const WarpRing<T> ring = WarpRing<T>::of(w, row_bytes, n_out, n_blocks, chunks);
+  stage_weights_early(ring);
   chain_in();
-  using F = dp4a::Dp4aFmt<T>;
-  extern __shared__ __align__(128) uint8_t smem[];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  uint8_t* const stages = smem + warp * kStages * kChunkBytes<T>;
-  uint64_t* const bars = reinterpret_cast<uint64_t*>(smem + kStreamWarps * kStages * kChunkBytes<T>) + warp * kStages;
-  // Work item j of this warp: chunk j % chunks of its row j / chunks, which is row gw + (j / chunks) * n_warps.
-  const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kStreamWarps;
-  const int64_t gw = first + warp;
-  const int64_t items = gw < n_out ? ((n_out - 1 - gw) / n_warps + 1) * chunks : 0;
-  if (items == 0) return;  // whole warp (nothing below waits for other warps)
-
-  // Lane 0: item j's chunk into stage j % kStages, its bytes counted on that stage's barrier. The stage was
-  // last read by item j - kStages, which every lane finished before the __syncwarp that precedes this.
-  auto issue = [&](int64_t j) {
-    const int64_t o = gw + (j / chunks) * n_warps;
-    const int b0 = static_cast<int>(j % chunks) * kChunkBlocks;
-    const int nb = min(kChunkBlocks, n_blocks - b0);
-    const uint32_t bytes = static_cast<uint32_t>(nb * F::kBlockBytes);
-    const int s = static_cast<int>(j % kStages);
-    fence_proxy_async_smem();
-    mbar_arrive_expect_tx(bars + s, bytes);
-    bulk_load_1d(stages + s * kChunkBytes<T>, w + o * row_bytes + static_cast<int64_t>(b0) * F::kBlockBytes, bytes,
-                 bars + s);
-  };
-  if (lane == 0) {
-    for (int s = 0; s < kStages; ++s) mbar_init(bars + s, 1);
-    mbar_init_fence();
-    for (int64_t j = 0; j < kStages && j < items; ++j) issue(j);
-  }
-  __syncwarp();
-
+  if (ring.items == 0) return;  // whole warp (nothing below waits for other warps)
+  __syncwarp();                 // lane 0's barrier initialisation before the others wait on them
+  const int lane = threadIdx.x & 31;
   float acc0[R], acc1[R];  // streams G and G + 4, per activation row
 #pragma unroll
   for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
@@ -89,17 +120,16 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 3)  // three blocks an SM w
 #pragma unroll
   for (int t = 0; t < R; ++t) xrow[t] = min(t, rows - 1);
   const int grp = lane >> 3, unit = lane & 7;
-  for (int64_t j = 0; j < items; ++j) {
-    const int s = static_cast<int>(j % kStages);
+  for (int64_t j = 0; j < ring.items; ++j) {
     const int c = static_cast<int>(j % chunks);
     const int b0 = c * kChunkBlocks, b_end = min(b0 + kChunkBlocks, n_blocks);
-    mbar_wait(bars + s, static_cast<uint32_t>(j / kStages) & 1u);
-    dp4a::row_span<T, q8::SharedBytes, R>(stages + s * kChunkBytes<T>, b0, grp, unit, b0 / 4, b_end, xq, kx, n_in,
-                                          n_blocks, xrow, acc0, acc1);
+    mbar_wait(ring.bars + static_cast<int>(j % kStages), static_cast<uint32_t>(j / kStages) & 1u);
+    dp4a::row_span<T, q8::SharedBytes, R>(ring.stage(j), b0, grp, unit, b0 / 4, b_end, xq, kx, n_in, n_blocks, xrow,
+                                          acc0, acc1);
     __syncwarp();
-    if (lane == 0 && j + kStages < items) issue(j + kStages);
+    if (lane == 0 && j + kStages < ring.items) ring.issue(j + kStages);
     if (c == chunks - 1) {
-      dp4a::row_finish<R>(acc0, acc1, lane, rows, gw + (j / chunks) * n_warps, out, out_stride, accumulate);
+      dp4a::row_finish<R>(acc0, acc1, lane, rows, ring.row(j), out, out_stride, accumulate);
 #pragma unroll
       for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
     }
