@@ -33,7 +33,9 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   SAKER_TMA_ELSE
 #endif
 }
-// Makes the initialised barriers visible to the async proxy (the TMA unit) before any copy names them.
+// The fence CUDA's own barrier setup issues after initialising mbarriers (formally it orders them for the
+// other blocks of a cluster; the other lanes see them through a __syncwarp / __syncthreads, and the copy unit
+// through the fence.proxy.async before each copy).
 __device__ __forceinline__ void mbar_init_fence() {
 #ifdef SAKER_TMA_DEVICE
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
