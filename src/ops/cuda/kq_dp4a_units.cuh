@@ -113,6 +113,23 @@ struct Dp4aFmt<DType::kQ6_K> {
   }
 };
 
+// A warp's row in progress: its group's two streams (G and G + 4) per activation row, and the activation row
+// each of the R slots reads (slots past `rows` re-read the last row; their results are never written).
+template <int R>
+struct RowAcc {
+  float acc0[R], acc1[R];
+  int xrow[R];
+  __device__ __forceinline__ explicit RowAcc(int rows) {
+#pragma unroll
+    for (int t = 0; t < R; ++t) xrow[t] = min(t, rows - 1);
+    reset();
+  }
+  __device__ __forceinline__ void reset() {
+#pragma unroll
+    for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
+  }
+};
+
 // Blocks grp + 4i of one weight row into the group's two streams, for R activation rows. Weight block b lies at
 // wr + (b - b_base) * kBlockBytes, read through Ld (b_base: the first block the row's pointer holds). Blocks are
 // loaded N at a time (weights and activations before any arithmetic, so the loads are in flight together)
@@ -121,8 +138,7 @@ struct Dp4aFmt<DType::kQ6_K> {
 template <DType T, class Ld, int R, int N>
 __device__ __forceinline__ void blocks_batch(const uint8_t* wr, int b_base, int grp, int unit, int i,
                                              const int8_t* __restrict__ xq, const KxBlock* __restrict__ kx,
-                                             int64_t n_in, int n_blocks, const int (&xrow)[R], float (&acc0)[R],
-                                             float (&acc1)[R]) {
+                                             int64_t n_in, int n_blocks, RowAcc<R>& a) {
   using F = Dp4aFmt<T>;
   using WUnit = decltype(F::template load<Ld>(wr, 0));
   using XUnit = decltype(load_x(WUnit{}, xq, kx));
@@ -138,8 +154,8 @@ __device__ __forceinline__ void blocks_batch(const uint8_t* wr, int b_base, int 
     const int b = grp + 4 * (i + k);
 #pragma unroll
     for (int t = 0; t < R; ++t) {
-      xu[k][t] = load_x(wu[k], xq + static_cast<int64_t>(xrow[t]) * n_in + static_cast<int64_t>(b) * kq::kBlock,
-                        kx + static_cast<int64_t>(xrow[t]) * n_blocks + b);
+      xu[k][t] = load_x(wu[k], xq + static_cast<int64_t>(a.xrow[t]) * n_in + static_cast<int64_t>(b) * kq::kBlock,
+                        kx + static_cast<int64_t>(a.xrow[t]) * n_blocks + b);
     }
   }
   int tp[N][R], mp[N][R];
@@ -165,9 +181,9 @@ __device__ __forceinline__ void blocks_batch(const uint8_t* wr, int b_base, int 
     for (int t = 0; t < R; ++t) {
       const float v = unit_value(wu[k], xu[k][t].d8, tp[k][t], mp[k][t]);
       if (((i + k) & 1) == 0) {
-        acc0[t] = kq::fadd(acc0[t], v);
+        a.acc0[t] = kq::fadd(a.acc0[t], v);
       } else {
-        acc1[t] = kq::fadd(acc1[t], v);
+        a.acc1[t] = kq::fadd(a.acc1[t], v);
       }
     }
   }
@@ -186,25 +202,25 @@ inline constexpr int kBatch = (R > 1 || T == DType::kQ4_K) ? 2 : 4;
 template <DType T, class Ld, int R>
 __device__ __forceinline__ void row_span(const uint8_t* wr, int b_base, int grp, int unit, int i0, int b_end,
                                          const int8_t* __restrict__ xq, const KxBlock* __restrict__ kx, int64_t n_in,
-                                         int n_blocks, const int (&xrow)[R], float (&acc0)[R], float (&acc1)[R]) {
+                                         int n_blocks, RowAcc<R>& a) {
   constexpr int U = kBatch<T, R>;
   int i = i0;
   for (; grp + 4 * (i + U - 1) < b_end; i += U) {
-    blocks_batch<T, Ld, R, U>(wr, b_base, grp, unit, i, xq, kx, n_in, n_blocks, xrow, acc0, acc1);
+    blocks_batch<T, Ld, R, U>(wr, b_base, grp, unit, i, xq, kx, n_in, n_blocks, a);
   }
   for (; grp + 4 * i < b_end; ++i) {
-    blocks_batch<T, Ld, R, 1>(wr, b_base, grp, unit, i, xq, kx, n_in, n_blocks, xrow, acc0, acc1);
+    blocks_batch<T, Ld, R, 1>(wr, b_base, grp, unit, i, xq, kx, n_in, n_blocks, a);
   }
 }
 
 // The row's eight streams into its output: ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)), xor 8 pairing groups
 // 0-1 and 2-3, xor 16 the pairs; lane 0 writes (or adds to) out[t][o] for t < rows. Every lane takes part.
 template <int R>
-__device__ __forceinline__ void row_finish(const float (&acc0)[R], const float (&acc1)[R], int lane, int rows,
-                                           int64_t o, float* __restrict__ out, int64_t out_stride, int accumulate) {
+__device__ __forceinline__ void row_finish(const RowAcc<R>& acc, int lane, int rows, int64_t o, float* __restrict__ out,
+                                           int64_t out_stride, int accumulate) {
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    float a = acc0[t], b = acc1[t];
+    float a = acc.acc0[t], b = acc.acc1[t];
     a = kq::fadd(a, __shfl_xor_sync(0xFFFFFFFFu, a, 8));
     b = kq::fadd(b, __shfl_xor_sync(0xFFFFFFFFu, b, 8));
     a = kq::fadd(a, __shfl_xor_sync(0xFFFFFFFFu, a, 16));

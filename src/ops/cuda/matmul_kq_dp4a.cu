@@ -29,17 +29,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int lane = threadIdx.x & 31;
   const int64_t o = first + (threadIdx.x >> 5);
   if (o >= n_out) return;  // whole warp
-  float acc0[R], acc1[R];  // streams G and G + 4, per activation row
-#pragma unroll
-  for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
-  // Activation rows past `rows` re-read the last row (their results are never written).
-  int xrow[R];
-#pragma unroll
-  for (int t = 0; t < R; ++t) xrow[t] = min(t, rows - 1);
+  dp4a::RowAcc<R> acc(rows);
   dp4a::row_span<T, q8::GlobalBytes, R>(w + o * row_bytes, 0, lane >> 3, lane & 7, 0, n_blocks, xq, kx, n_in, n_blocks,
-                                        xrow, acc0, acc1);
+                                        acc);
   __syncwarp();
-  dp4a::row_finish<R>(acc0, acc1, lane, rows, o, out, out_stride, accumulate);
+  dp4a::row_finish<R>(acc, lane, rows, o, out, out_stride, accumulate);
 }
 
 template <DType T>

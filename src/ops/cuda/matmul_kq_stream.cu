@@ -112,26 +112,18 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 3)  // three blocks an SM w
   if (ring.items == 0) return;  // whole warp (nothing below waits for other warps)
   __syncwarp();                 // lane 0's barrier initialisation before the others wait on them
   const int lane = threadIdx.x & 31;
-  float acc0[R], acc1[R];  // streams G and G + 4, per activation row
-#pragma unroll
-  for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
-  // Activation rows past `rows` re-read the last row (their results are never written).
-  int xrow[R];
-#pragma unroll
-  for (int t = 0; t < R; ++t) xrow[t] = min(t, rows - 1);
+  dp4a::RowAcc<R> acc(rows);
   const int grp = lane >> 3, unit = lane & 7;
   for (int64_t j = 0; j < ring.items; ++j) {
     const int c = static_cast<int>(j % chunks);
     const int b0 = c * kChunkBlocks, b_end = min(b0 + kChunkBlocks, n_blocks);
     mbar_wait(ring.bars + static_cast<int>(j % kStages), static_cast<uint32_t>(j / kStages) & 1u);
-    dp4a::row_span<T, q8::SharedBytes, R>(ring.stage(j), b0, grp, unit, b0 / 4, b_end, xq, kx, n_in, n_blocks, xrow,
-                                          acc0, acc1);
+    dp4a::row_span<T, q8::SharedBytes, R>(ring.stage(j), b0, grp, unit, b0 / 4, b_end, xq, kx, n_in, n_blocks, acc);
     __syncwarp();
     if (lane == 0 && j + kStages < ring.items) ring.issue(j + kStages);
     if (c == chunks - 1) {
-      dp4a::row_finish<R>(acc0, acc1, lane, rows, ring.row(j), out, out_stride, accumulate);
-#pragma unroll
-      for (int t = 0; t < R; ++t) acc0[t] = acc1[t] = 0.0f;
+      dp4a::row_finish<R>(acc, lane, rows, ring.row(j), out, out_stride, accumulate);
+      acc.reset();
     }
   }
 }
