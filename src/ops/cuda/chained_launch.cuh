@@ -7,8 +7,7 @@
 // The contract, for every kernel launched with launch_chained:
 //   - its first statement is chain_in(): it waits there until the kernels before it have finished and their
 //     writes are visible, so nothing it reads or writes can race with them; only immutable data (weights) may
-//     be touched before it (prefetch_weights_l2 into L2, a hint; stage_weights_early, matmul_kq_stream.cu,
-//     into the block's own shared memory, whose bytes are used: so no chained kernel may write weights);
+//     be touched before it (prefetch_weights_l2);
 //   - chain_in() then lets the next chained kernel launch, which waits in its own chain_in() for this one;
 //     so at most one kernel waits ahead of the running one (chain_in_late(): the next one launches as this
 //     one's blocks exit).

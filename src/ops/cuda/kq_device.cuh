@@ -116,11 +116,6 @@ Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock*
                      int64_t out_stride, bool accumulate, cudaStream_t stream);
 Status launch_kq_dp4a(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
                       int64_t out_stride, bool accumulate, cudaStream_t stream);
-// The dp4a arithmetic with the weights streamed through shared memory (Hopper; matmul_kq_stream.cu), for the
-// calls kq_stream_takes accepts.
-bool kq_stream_takes(const DeviceMatrix& w, int64_t rows);
-Status launch_kq_stream(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
-                        int64_t out_stride, bool accumulate, cudaStream_t stream);
 // Both, on activation blocks already in xq / kx (rows x w.n_in).
 Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
                            int64_t out_stride, bool accumulate, cudaStream_t stream);

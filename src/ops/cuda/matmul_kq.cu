@@ -80,7 +80,6 @@ Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, flo
 Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                            int64_t out_stride, bool accumulate, cudaStream_t stream) {
   if (rows <= kKqDp4aMaxRows && !kq_force_mma() && kq_kernel_kquant(w.type)) {  // dp4a: K-quants only
-    if (kq_stream_takes(w, rows)) return launch_kq_stream(w, xq, kx, rows, out, out_stride, accumulate, stream);
     return launch_kq_dp4a(w, xq, kx, rows, out, out_stride, accumulate, stream);
   }
   return launch_kq_mma(w, xq, kx, rows, out, out_stride, accumulate, stream);

@@ -53,46 +53,6 @@ SAKER_HD XBlock ld_xblock(const XBlock* p) {
 #endif
 }
 
-// Where a unit loader reads its weight bytes: global memory through the read-only path (the default), or a
-// stage in shared memory that a bulk copy filled (matmul_kq_stream.cu), by plain loads. Same bytes, same bits.
-struct GlobalBytes {
-  SAKER_HD static Bytes16 ld16(const uint8_t* p) { return blocks::ld16(p); }
-  SAKER_HD static void ld8_a2(const uint8_t* p, uint32_t* w0, uint32_t* w1) { blocks::ld8_a2(p, w0, w1); }
-  SAKER_HD static uint32_t ld_u16_a2(const uint8_t* p) { return blocks::ld_u16_a2(p); }
-};
-struct SharedBytes {
-  SAKER_HD static Bytes16 ld16(const uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-    const uint4 v = *reinterpret_cast<const uint4*>(p);
-    return Bytes16{{v.x, v.y, v.z, v.w}};
-#else
-    return blocks::ld16(p);
-#endif
-  }
-  SAKER_HD static void ld8_a2(const uint8_t* p, uint32_t* w0, uint32_t* w1) {
-#if defined(__CUDA_ARCH__)
-    // The aligned base by pointer arithmetic (not through an integer), so the compiler still sees a shared
-    // address and emits shared-memory loads.
-    const uint32_t mis = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 3);
-    const auto* base = reinterpret_cast<const uint32_t*>(p - mis);
-    const uint32_t sh = mis * 8;
-    const uint32_t x0 = base[0], x1 = base[1];
-    const uint32_t x2 = sh != 0 ? base[2] : 0u;
-    *w0 = __funnelshift_r(x0, x1, sh);
-    *w1 = __funnelshift_r(x1, x2, sh);
-#else
-    blocks::ld8_a2(p, w0, w1);
-#endif
-  }
-  SAKER_HD static uint32_t ld_u16_a2(const uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-    return *reinterpret_cast<const unsigned short*>(p);
-#else
-    return blocks::ld_u16_a2(p);
-#endif
-  }
-};
-
 // ---- Q4_K: unit u (0..7) of a 256-element block is 16 bytes of qs: chunk c = u / 2, l0 = 16 (u % 2);
 // low nibbles are elements 64c + l0 + j (sub-block 2c), high nibbles 64c + 32 + l0 + j (sub-block 2c + 1).
 struct Q4KUnit {
@@ -113,13 +73,12 @@ SAKER_HD void k_scale_min_sel(uint32_t w1, uint32_t w2, uint32_t w3, int j, int*
   *m = static_cast<int>(j < 4 ? m_lo : m_hi);
 }
 
-template <class Ld = GlobalBytes>
 SAKER_HD Q4KUnit q4k_load(const uint8_t* blk, int u) {
   Q4KUnit w;
   w.c = u >> 1;
   w.half = u & 1;
-  const Bytes16 hdr = Ld::ld16(blk);
-  const Bytes16 q = Ld::ld16(blk + 16 + 32 * w.c + 16 * w.half);
+  const Bytes16 hdr = blocks::ld16(blk);
+  const Bytes16 q = blocks::ld16(blk + 16 + 32 * w.c + 16 * w.half);
   w.d = blocks::f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
   w.dmin = blocks::f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
   k_scale_min_sel(hdr.w[1], hdr.w[2], hdr.w[3], 2 * w.c, &w.sc1, &w.m1);
@@ -134,14 +93,13 @@ SAKER_UNROLL
 
 // Q5_K: as Q4_K (176-byte blocks: header, qh[32], qs[128]); the 5th bit of element 64c + l (+ 32) is bit 2c
 // (2c + 1) of qh[l]. Codes 0..31, same dot and min term as Q4_K.
-template <class Ld = GlobalBytes>
 SAKER_HD Q4KUnit q5k_load(const uint8_t* blk, int u) {
   Q4KUnit w;
   w.c = u >> 1;
   w.half = u & 1;
-  const Bytes16 hdr = Ld::ld16(blk);
-  const Bytes16 qh = Ld::ld16(blk + 16 + 16 * w.half);
-  const Bytes16 q = Ld::ld16(blk + 48 + 32 * w.c + 16 * w.half);
+  const Bytes16 hdr = blocks::ld16(blk);
+  const Bytes16 qh = blocks::ld16(blk + 16 + 16 * w.half);
+  const Bytes16 q = blocks::ld16(blk + 48 + 32 * w.c + 16 * w.half);
   w.d = blocks::f16_to_f32(static_cast<uint16_t>(hdr.w[0] & 0xFFFF));
   w.dmin = blocks::f16_to_f32(static_cast<uint16_t>(hdr.w[0] >> 16));
   k_scale_min_sel(hdr.w[1], hdr.w[2], hdr.w[3], 2 * w.c, &w.sc1, &w.m1);
@@ -200,20 +158,19 @@ struct Q6KUnit {
   int xoff;          // 128h + l0: element of run 0
 };
 
-template <class Ld = GlobalBytes>
 SAKER_HD Q6KUnit q6k_load(const uint8_t* blk, int u) {
   Q6KUnit w;
   const int h = u >> 2, l0 = 8 * (u & 3);
   w.xoff = 128 * h + l0;
   const uint8_t* ql = blk + 64 * h + l0;
   const uint8_t* qh = blk + 128 + 32 * h + l0;
-  w.d = blocks::f16_to_f32(static_cast<uint16_t>(Ld::ld_u16_a2(blk + 208)));
+  w.d = blocks::f16_to_f32(static_cast<uint16_t>(blocks::ld_u16_a2(blk + 208)));
   uint32_t a[2], b[2], hh[2], sc[2];
-  Ld::ld8_a2(ql, &a[0], &a[1]);
-  Ld::ld8_a2(ql + 32, &b[0], &b[1]);
-  Ld::ld8_a2(qh, &hh[0], &hh[1]);
-  Ld::ld8_a2(blk + 192 + 8 * h, &sc[0], &sc[1]);
-  SAKER_UNROLL
+  blocks::ld8_a2(ql, &a[0], &a[1]);
+  blocks::ld8_a2(ql + 32, &b[0], &b[1]);
+  blocks::ld8_a2(qh, &hh[0], &hh[1]);
+  blocks::ld8_a2(blk + 192 + 8 * h, &sc[0], &sc[1]);
+SAKER_UNROLL
   for (int r = 0; r < 4; ++r) {
     const int idx = l0 / 16 + 2 * r;
     w.sc[r] = static_cast<int8_t>(blocks::byte_of(sc[idx >> 2], idx & 3));

@@ -33,9 +33,7 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   SAKER_TMA_ELSE
 #endif
 }
-// The fence CUDA's own barrier setup issues after initialising mbarriers (formally it orders them for the
-// other blocks of a cluster; the other lanes see them through a __syncwarp / __syncthreads, and the copy unit
-// through the fence.proxy.async before each copy).
+// Makes the initialised barriers visible to the async proxy (the TMA unit) before any copy names them.
 __device__ __forceinline__ void mbar_init_fence() {
 #ifdef SAKER_TMA_DEVICE
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -72,17 +70,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 __device__ __forceinline__ void fence_proxy_async_smem() {
 #ifdef SAKER_TMA_DEVICE
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#else
-  SAKER_TMA_ELSE
-#endif
-}
-// Copies `bytes` (a multiple of 16) from src to dst (both 16-byte aligned) as one bulk copy, counting them on bar.
-__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-#ifdef SAKER_TMA_DEVICE
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
-      : "memory");
 #else
   SAKER_TMA_ELSE
 #endif
