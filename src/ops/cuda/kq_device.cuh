@@ -119,6 +119,9 @@ Status launch_kq_dp4a(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock
 // Both, on activation blocks already in xq / kx (rows x w.n_in).
 Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
                            int64_t out_stride, bool accumulate, cudaStream_t stream);
-inline constexpr int64_t kKqDp4aMaxRows = 2;  // the dp4a kernel up to here, tensor cores beyond
+inline constexpr int64_t kKqDp4aMaxRows = 2;  // the dp4a kernel up to here at most, tensor cores beyond
+// Whether the tensor-core kernel fills its stages by TMA on this device (Hopper, unless SAKER_CUDA_MATMUL=kqcp);
+// then calls of two rows take it too (matmul_kq.cu).
+bool kq_tma_stages_on(int device);
 
 }  // namespace saker::cuda::detail

@@ -1,8 +1,7 @@
 // The width-invariant K-quant matmul's entry: x quantised once per call (kq_canon.h's activation blocks),
 // then the dp4a kernel for the narrowest calls (one warp streams one weight row: the fastest at decode) or
 // the tensor-core kernel beyond. Both compute the canonical order, so which one ran never shows in the bits.
-// SAKER_CUDA_MATMUL=kqmma (and kqs3, matmul_kq_mma.cu) sends every row count to the tensor-core kernel (to
-// measure the split).
+// SAKER_CUDA_MATMUL=kqmma sends every row count to the tensor-core kernel (to measure the split).
 #include <cuda_runtime.h>
 
 #include "core/env.h"
@@ -32,8 +31,18 @@ __global__ void __launch_bounds__(kQuantWarps * 32)
   kq_quantize_warp(x + at, xq + at, kx + blk, threadIdx.x & 31, left < kq::kBlock ? static_cast<int>(left) : kq::kBlock);
 }
 
+// Calls of up to this many rows take the dp4a kernel: one row, and two where the tensor-core kernel has no TMA
+// stages. With them two rows run faster there: H100, 8B Q4_K_M verify step after 512 tokens, two rows 3.82 /
+// 3.86 ms on the tensor-core kernel against 4.29 / 4.24 on dp4a, while one row stays on dp4a (3.48 against
+// 3.58-3.59; docs/performance.md). Not measured off Hopper, where two rows stay on dp4a.
+int64_t kq_dp4a_rows() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return kKqDp4aMaxRows;
+  return kq_tma_stages_on(device) ? 1 : kKqDp4aMaxRows;
+}
+
 bool kq_force_mma() {
-  static const bool force = cuda_matmul_is("kqmma") || cuda_matmul_is("kqs3");
+  static const bool force = cuda_matmul_is("kqmma");
   return force;
 }
 
@@ -79,7 +88,7 @@ Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, flo
 
 Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                            int64_t out_stride, bool accumulate, cudaStream_t stream) {
-  if (rows <= kKqDp4aMaxRows && !kq_force_mma() && kq_kernel_kquant(w.type)) {  // dp4a: K-quants only
+  if (rows <= kq_dp4a_rows() && !kq_force_mma() && kq_kernel_kquant(w.type)) {  // dp4a: K-quants only
     return launch_kq_dp4a(w, xq, kx, rows, out, out_stride, accumulate, stream);
   }
   return launch_kq_mma(w, xq, kx, rows, out, out_stride, accumulate, stream);

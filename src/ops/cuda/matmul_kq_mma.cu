@@ -75,7 +75,7 @@ constexpr int kSmemBytes = (kKqWarps * S) * kStageBytes<F, NT, kXs> + (kTma ? kK
 // (kRowStride bytes of each row from the 16-byte boundary at or below the block: the stage's layout) and the
 // 8 NT activation rows as one box of tx (XTma), both counted on the stage's mbarrier; tw and tx are unused
 // otherwise.
-// Two blocks an SM up to 16 activation rows a unit; one for 32 (SAKER_CUDA_MATMUL=kqnt4), whose stages and
+// Two blocks an SM up to 16 activation rows a unit; one for 32 (calls of 17-64 rows), whose stages and
 // accumulators would not fit twice.
 template <class F, int NT, int kStages, bool kXs, bool kTma = false>
 __global__ void __launch_bounds__(kKqWarps * 32, NT >= 4 ? 1 : 2)
@@ -339,21 +339,13 @@ bool kq_stage_activations() {
   return staged;
 }
 
-// SAKER_CUDA_MATMUL=kqnt4: the K-quants' calls of more than 16 rows take units of 32 activation rows (NT = 4,
-// one block an SM: 176-183 registers with TMA stages), so each A fragment built from the weights serves twice
-// the rows (to measure; same bits).
+// The K-quants' calls of more than 16 rows take units of 32 activation rows (NT = 4, one block an SM: 176-183
+// registers with TMA stages), so each A fragment built from the weights serves twice the rows. H100, 8B Q4_K_M
+// verify steps after 512 tokens: 32 rows 8.02 / 7.71 ms against 8.80 / 8.78 with units of 16, 64 rows 16.09 /
+// 16.61 against 17.74 / 17.98 (docs/performance.md). SAKER_CUDA_MATMUL=kqnt2 keeps units of 16. Same bits.
 bool kq_nt4() {
-  static const bool nt4 = cuda_matmul_is("kqnt4");
+  static const bool nt4 = !cuda_matmul_is("kqnt2");
   return nt4;
-}
-
-// SAKER_CUDA_MATMUL=kqs3: Q4_K calls of up to 8 rows give each warp three TMA stages instead of two (115 KB a
-// block, still two blocks an SM; Q5_K's and Q6_K's would not fit twice), for more bytes in flight where a block step
-// has little arithmetic; with it every width goes to the tensor-core kernel (matmul_kq.cu), to compare with the dp4a
-// kernel at 1-2 rows. To measure; same bits.
-bool kq_three_stages() {
-  static const bool three = cuda_matmul_is("kqs3");
-  return three;
 }
 
 // Whether the staged K-quant kernel fills its stages with TMA copies (Hopper: lane 0 issues two copies a
@@ -444,13 +436,6 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
       if ((rows > kL1MaxRows || tma_ok) && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
         // The maps are encoded on the host at each launch (a graph keeps them); where that fails, cp.async.
         if (tma_ok && kq_tensor_maps<F, NT>(w, rb, xq, rows, tw, tx).ok()) {
-          if constexpr (NT == 1) {
-            // Only where two blocks still fit an SM of Hopper's 228 KB (each with its 1 KB reserve): Q4_K.
-            if (kq_three_stages() && 2 * (kSmemBytes<F, NT, 3, true, true> + 1024) <= 228 * 1024 &&
-                kSmemBytes<F, NT, 3, true, true> <= optin) {
-              return launch(n_tiles, std::integral_constant<int, 3>{}, std::true_type{}, std::true_type{}, tw, tx);
-            }
-          }
           return launch(n_tiles, Two{}, std::true_type{}, std::true_type{}, tw, tx);
         }
         return launch(n_tiles, Two{}, std::true_type{}, std::false_type{}, tw, tx);
@@ -475,6 +460,8 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
 }
 
 }  // namespace
+
+bool kq_tma_stages_on(int device) { return kq_tma() && hopper_code_on(device); }
 
 Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
                      int64_t out_stride, bool accumulate, cudaStream_t stream) {
