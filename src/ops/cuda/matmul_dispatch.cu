@@ -9,7 +9,6 @@
 // contexts made with MatmulOptions::invariant (their default kernels measured faster); Q4_K / Q6_K weights take the f16
 // tensor-core kernel in contexts made with MatmulOptions::kq_f16, or in every context under
 // SAKER_CUDA_MATMUL=kqf16 (kqf16k2, kqf16k1: with 2 or 1 K streams an m-tile instead of 4).
-#include <cstring>
 #include <string>
 
 #include "core/env.h"
@@ -113,14 +112,10 @@ bool force_legacy() {
 // SAKER_CUDA_MATMUL=kqf16 | kqf16k2 | kqf16k1: Q4_K / Q6_K rows on the f16 tensor-core kernel in every context, with 4
 // (the kernel's default), 2 or 1 K streams an m-tile (to compare; each is its own summation order). 0: not forced.
 int forced_kq_f16_streams() {
-  static const int streams = [] {
-    const char* v = debug_env().cuda_matmul;
-    if (v == nullptr) return 0;
-    if (std::strcmp(v, "kqf16") == 0) return 4;
-    if (std::strcmp(v, "kqf16k2") == 0) return 2;
-    if (std::strcmp(v, "kqf16k1") == 0) return 1;
-    return 0;
-  }();
+  static const int streams = cuda_matmul_is("kqf16")     ? 4
+                             : cuda_matmul_is("kqf16k2") ? 2
+                             : cuda_matmul_is("kqf16k1") ? 1
+                                                         : 0;
   return streams;
 }
 constexpr int kKqF16Streams = 4;  // the K streams of MatmulOptions::kq_f16
