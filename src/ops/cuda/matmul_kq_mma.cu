@@ -342,7 +342,8 @@ bool kq_stage_activations() {
 // The K-quants' calls of more than 16 rows take units of 32 activation rows (NT = 4, one block an SM: 176-183
 // registers with TMA stages), so each A fragment built from the weights serves twice the rows. H100, 8B Q4_K_M
 // verify steps after 512 tokens: 32 rows 8.02 / 7.71 ms against 8.80 / 8.78 with units of 16, 64 rows 16.09 /
-// 16.61 against 17.74 / 17.98 (docs/performance.md). SAKER_CUDA_MATMUL=kqnt2 keeps units of 16. Same bits.
+// 16.61 against 17.74 / 17.98 (docs/performance.md). SAKER_CUDA_MATMUL=kqnt2 keeps units of 16, as do devices
+// without TMA stages (not measured there). Same bits.
 bool kq_nt4() {
   static const bool nt4 = !cuda_matmul_is("kqnt2");
   return nt4;
@@ -454,7 +455,8 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   };
   if (rows <= 8) return with_stages(std::integral_constant<int, 1>{});
   if constexpr (kStagedXFormat<F>) {
-    if (rows > 16 && kq_nt4()) return with_stages(std::integral_constant<int, 4>{});
+    // Where measured: the TMA stages (the cp.async stages and the L1 path keep units of 16).
+    if (rows > 16 && kq_nt4() && kq_tma_stages_on(device)) return with_stages(std::integral_constant<int, 4>{});
   }
   return with_stages(std::integral_constant<int, 2>{});
 }
