@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/env.h"
+#include "ops/cuda/resident_blocks.h"
 
 namespace saker::cuda {
 namespace {
@@ -11,20 +12,15 @@ namespace {
 // A kernel of this file stands for all of ops/cuda: they are compiled for the same architectures.
 __global__ void chained_probe_kernel() { chain_in(); }
 
-constexpr int kMaxDevices = 64;
-std::atomic<int> g_state[kMaxDevices];   // chained launches: 0 unknown, 1 off, 2 on
-std::atomic<int> g_hopper[kMaxDevices];  // hopper_code_on: 0 unknown, 1 no, 2 yes
+// Per-device answers computed once (resident_blocks.h's cache): 2 yes, 1 no.
+std::atomic<int64_t> g_chained[64];  // chained launches
+std::atomic<int64_t> g_hopper[64];   // hopper_code_on
 
-// A per-device yes/no computed once.
 template <class Probe>
-bool cached(std::atomic<int> (&state)[kMaxDevices], int dev, Probe&& probe) {
-  if (dev < 0 || dev >= kMaxDevices) return false;
-  int s = state[dev].load(std::memory_order_acquire);
-  if (s == 0) {
-    s = probe() ? 2 : 1;
-    state[dev].store(s, std::memory_order_release);
-  }
-  return s == 2;
+bool cached(std::atomic<int64_t> (&cache)[64], int dev, Probe&& probe) {
+  if (dev < 0 || dev >= 64) return false;
+  const Result<int64_t> v = detail::once_per_device(cache, dev, [&]() -> Result<int64_t> { return probe() ? 2 : 1; });
+  return v.ok() && v.value() == 2;
 }
 
 }  // namespace
@@ -48,7 +44,7 @@ bool hopper_code_on(int dev) {
 bool chained_launches_enabled() {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  return cached(g_state, dev, [dev] {
+  return cached(g_chained, dev, [dev] {
     if (const char* e = debug_env().cuda_pdl; e && std::strcmp(e, "0") == 0) return false;
     return hopper_code_on(dev);
   });

@@ -431,9 +431,8 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     CUtensorMap tw{}, tx{};
     using Two = std::integral_constant<int, 2>;
     if constexpr (kStagedXFormat<F>) {
-      const bool tma_ok = kq_tma() && hopper_code_on(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
-                          rb % 16 == 0 && (reinterpret_cast<uintptr_t>(xq) & 15) == 0 &&
-                          kSmemBytes<F, NT, 2, true, true> <= optin;
+      const bool tma_ok = kq_tma_stages_on(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 && rb % 16 == 0 &&
+                          (reinterpret_cast<uintptr_t>(xq) & 15) == 0 && kSmemBytes<F, NT, 2, true, true> <= optin;
       if ((rows > kL1MaxRows || tma_ok) && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
         // The maps are encoded on the host at each launch (a graph keeps them); where that fails, cp.async.
         if (tma_ok && kq_tensor_maps<F, NT>(w, rb, xq, rows, tw, tx).ok()) {
