@@ -130,6 +130,7 @@ TEST_F(CudaDrafter, TapsReadOnTheDeviceDraftWhatHostTapsDraft) {
   ASSERT_EQ(cudaMalloc(&step_dev, step.size() * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(prompt_dev, taps.data(), taps.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(step_dev, step.data(), step.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // landed before the drafters' non-blocking streams read them
 
   OpsOptions gpu;
   gpu.device = Device::kCuda;

@@ -21,16 +21,18 @@ template <typename T>
 class DeviceArray {
  public:
   explicit DeviceArray(size_t n) : n_(n) { EXPECT_EQ(cudaMalloc(&p_, n * sizeof(T)), cudaSuccess); }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) { copy_from(host); }
   ~DeviceArray() { cudaFree(p_); }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
   T* get() const { return p_; }
-  void copy_from(const std::vector<T>& host) {  // host.size() == the array's size
+  // host.size() == the array's size. A copy from pageable memory may return before its DMA lands, and it runs
+  // on the default stream, which a cudaStreamNonBlocking stream does not wait for: a kernel launched there next
+  // could read the array's tail before it is written (ChainedLaunches saw it). So the copy is waited for.
+  void copy_from(const std::vector<T>& host) {
     EXPECT_EQ(host.size(), n_);
     EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   std::vector<T> to_host() const {
     std::vector<T> h(n_);

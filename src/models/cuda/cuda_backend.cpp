@@ -114,7 +114,11 @@ Result<const PreparedVector*> CudaBackend::prepare_vector(std::span<const Tensor
     at += t.n_elements();
   }
   SAKER_ASSIGN_OR_RETURN(v->data, mem_.alloc_array<float>(v->n, "norm weights"));
-  SAKER_CUDA_RETURN_IF_ERROR(cudaMemcpy(v->data, host.data(), v->n * sizeof(float), cudaMemcpyHostToDevice));
+  // On the backend's stream and waited for: a pageable copy on the default stream may land after the
+  // non-blocking stream's first kernels read it.
+  SAKER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(v->data, host.data(), v->n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  SAKER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   vectors_.push_back(std::move(v));
   return static_cast<const PreparedVector*>(vectors_.back().get());
 }

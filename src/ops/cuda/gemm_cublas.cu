@@ -62,6 +62,8 @@ class CudaMatmulContext final : public MatmulContext {
     SAKER_CUDA_RETURN_IF_ERROR(cudaMalloc(&q8_.xs, xs_bytes));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xq, 0, xq_bytes));
     SAKER_CUDA_RETURN_IF_ERROR(cudaMemset(q8_.xs, 0, xs_bytes));
+    // The memsets run on the default stream, which the callers' non-blocking streams do not wait for.
+    SAKER_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
     // f16 / bf16 activations of the width-invariant float kernel and of the f16 K-quant kernel (any context may
     // take the latter under SAKER_CUDA_MATMUL=kqf16, so every context has them).
     x16_.rows = std::min(max_rows, kKernelRows);

@@ -190,6 +190,12 @@ Result<DeviceMatrix> upload_matrix(std::span<const TensorView> parts) {
     }
     dst += *rb * static_cast<uint64_t>(p.dim(0));
   }
+  // A copy from pageable memory may return before its DMA lands, on the default stream, which the backends'
+  // non-blocking streams do not wait for: the weights are complete before anything can read them.
+  if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
+    cudaFree(m.data);
+    SAKER_CUDA_RETURN_IF_ERROR(e);
+  }
   return m;
 }
 
