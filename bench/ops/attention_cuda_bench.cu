@@ -1,11 +1,11 @@
 // Playground (not part of CI): speed of the CUDA paged attention and the row-wise layer ops at the
 // geometry of an 8B model (32 query heads, 8 KV heads, head_dim 128, hidden 4096, ffn 12288).
-// Usage: attention_cuda_bench [--quick] [--match TEXT]   (--match: the cases whose name contains TEXT, from the
-// whole list; --quick then only shortens the timing)
+// Usage: attention_cuda_bench [--quick] [--match TEXT] [--memset-flush]   (--match: the cases whose name contains
+// TEXT, from the whole list; --quick then only shortens the timing)
 // Each case: warm-up runs, then >= 20 runs timed by CUDA events (median reported). Before every timed
-// run a 256 MB memset evicts L2 so K/V come from HBM. Decode is reported as GB/s over the K/V bytes the
-// step must read (and % of the H200's 4.28 TB/s), prefill as TFLOP/s over the unmasked QK^T and PV
-// products (4 * head_dim flops per query head and visible key).
+// run a read of 256 MB evicts L2 so K/V come from HBM (--memset-flush: a 256 MB memset, as before 2026-12-07).
+// Decode is reported as GB/s over the K/V bytes the step must read (and % of the H200's 4.28 TB/s), prefill
+// as TFLOP/s over the unmasked QK^T and PV products (4 * head_dim flops per query head and visible key).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -64,12 +64,45 @@ __global__ void fill_f32(float* p, size_t n, uint32_t seed) {
   }
 }
 
+// Reads n float4 and keeps them from being optimised away (the sum is stored only if it hits a value it
+// cannot have): L2 is left holding clean lines of this buffer, which the next kernel's reads evict for free.
+__global__ void read_through_l2(const float4* p, size_t n, float* sink) {
+  float acc = 0.0f;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += gridDim.x * static_cast<size_t>(blockDim.x)) {
+    const float4 v = p[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == -1.0f) *sink = acc;  // the buffer holds zeros
+}
+
 struct Timer {
   int warmup = 5, runs = 30;
+  // Before every timed run L2 is emptied of the case's data by reading a buffer five times its size. A memset
+  // did it before (--memset-flush keeps that, to compare with earlier figures), but left L2 full of dirty lines
+  // whose write-back then shared the HBM with the timed kernel's reads (up to 50 MB of writes beside a 4,096-key
+  // decode's 17 MB of K/V).
+  bool memset_flush = false;
   void* flush = nullptr;
+  float* sink = nullptr;
   size_t flush_bytes = 256u << 20;
-  Timer() { CHECK_CUDA(cudaMalloc(&flush, flush_bytes)); }
-  ~Timer() { cudaFree(flush); }
+  Timer() {
+    CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
+    CHECK_CUDA(cudaMalloc(&sink, sizeof(float)));
+    CHECK_CUDA(cudaMemset(flush, 0, flush_bytes));
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  ~Timer() {
+    cudaFree(flush);
+    cudaFree(sink);
+  }
+  void empty_l2(int i) {
+    if (memset_flush) {
+      CHECK_CUDA(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, nullptr));
+    } else {
+      read_through_l2<<<1024, 256>>>(static_cast<const float4*>(flush), flush_bytes / sizeof(float4), sink);
+    }
+  }
   // Median milliseconds of fn() over `runs` timed runs.
   template <typename F>
   double median_ms(F&& fn) {
@@ -79,7 +112,7 @@ struct Timer {
     for (int i = 0; i < warmup; ++i) fn();
     std::vector<double> ms;
     for (int i = 0; i < runs; ++i) {
-      CHECK_CUDA(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, nullptr));
+      empty_l2(i);
       CHECK_CUDA(cudaEventRecord(a, nullptr));
       fn();
       CHECK_CUDA(cudaEventRecord(b, nullptr));
@@ -275,15 +308,17 @@ std::vector<Row> run_layer_ops(Timer& timer, bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, memset_flush = false;
   std::string match;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--memset-flush") == 0) {
+      memset_flush = true;
     } else if (std::strcmp(argv[i], "--match") == 0 && i + 1 < argc) {
       match = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--match TEXT]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--match TEXT] [--memset-flush]\n", argv[0]);
       return 2;
     }
   }
@@ -292,6 +327,7 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   using K = cuda::AttentionKernel;
   Timer timer;
+  timer.memset_flush = memset_flush;
   if (quick) timer.warmup = 2, timer.runs = 20;
 
   // Names without a kernel run the automatic choice (the tensor-core kernel on fixed 128-key slices for
