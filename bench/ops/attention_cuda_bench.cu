@@ -129,6 +129,21 @@ struct Timer {
   }
 };
 
+// The batch validated, packed and copied to the device (the caller frees .data). The copy and the kernels
+// share the default stream.
+cuda::DeviceAttentionBatch upload_batch(const AttentionBatch& batch, int32_t n_blocks, int32_t block_size) {
+  CHECK_OK(batch.validate(n_blocks, block_size));
+  std::vector<int32_t> packed;
+  cuda::DeviceAttentionBatch db;
+  db.layout = cuda::pack_attention_batch(batch, &packed);
+  db.block_size = block_size;
+  int32_t* dpacked = nullptr;
+  CHECK_CUDA(cudaMalloc(&dpacked, packed.size() * sizeof(int32_t)));
+  CHECK_CUDA(cudaMemcpy(dpacked, packed.data(), packed.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  db.data = dpacked;
+  return db;
+}
+
 struct Row {
   std::string name;
   double us;
@@ -163,15 +178,7 @@ Row run_attention(const AttentionCase& c, Timer& timer) {
     }
   }
   const AttentionBatch batch{seqs, tseq, tslot, tslot, {}};
-  CHECK_OK(batch.validate(n_blocks, BS));
-  std::vector<int32_t> packed;
-  cuda::DeviceAttentionBatch db;
-  db.layout = cuda::pack_attention_batch(batch, &packed);
-  db.block_size = BS;
-  int32_t* dpacked = nullptr;
-  CHECK_CUDA(cudaMalloc(&dpacked, packed.size() * sizeof(int32_t)));
-  CHECK_CUDA(cudaMemcpy(dpacked, packed.data(), packed.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-  db.data = dpacked;
+  const cuda::DeviceAttentionBatch db = upload_batch(batch, n_blocks, BS);
   const int64_t T = batch.n_tokens();
   const size_t cache_elems = static_cast<size_t>(n_blocks) * BS * KV * D;
   __half *k = nullptr, *v = nullptr;
@@ -209,7 +216,7 @@ Row run_attention(const AttentionCase& c, Timer& timer) {
   cudaFree(v);
   cudaFree(q);
   cudaFree(out);
-  cudaFree(dpacked);
+  cudaFree(const_cast<int32_t*>(db.data));
   return {c.name, ms * 1e3, metric};
 }
 
@@ -261,15 +268,7 @@ std::vector<Row> run_layer_ops(Timer& timer, bool quick) {
       const std::vector<AttentionSequence> seqs = {{table, static_cast<int32_t>(T), AttentionMask::kCausal, 0}};
       const std::vector<int32_t> tseq(static_cast<size_t>(T), 0);
       const AttentionBatch batch{seqs, tseq, slots, slots, {}};
-      CHECK_OK(batch.validate(n_blocks, BS));
-      std::vector<int32_t> packed;
-      cuda::DeviceAttentionBatch db;
-      db.layout = cuda::pack_attention_batch(batch, &packed);
-      db.block_size = BS;
-      int32_t* dpacked = nullptr;
-      CHECK_CUDA(cudaMalloc(&dpacked, packed.size() * sizeof(int32_t)));
-      CHECK_CUDA(cudaMemcpy(dpacked, packed.data(), packed.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-      db.data = dpacked;
+      const cuda::DeviceAttentionBatch db = upload_batch(batch, n_blocks, BS);
       const size_t cache_elems = static_cast<size_t>(n_blocks) * BS * kKvHeads * kHeadDim;
       __half *kc = nullptr, *vc = nullptr;
       CHECK_CUDA(cudaMalloc(&kc, cache_elems * sizeof(__half)));
@@ -291,7 +290,7 @@ std::vector<Row> run_layer_ops(Timer& timer, bool quick) {
       rows.push_back({"qk_norm_rope_kv_write fused" + tn, ms * 1e3, gbs(bytes, ms)});
       cudaFree(kc);
       cudaFree(vc);
-      cudaFree(dpacked);
+      cudaFree(const_cast<int32_t*>(db.data));
     }
     ms = timer.median_ms([&] { CHECK_OK(cuda::swiglu(gu, gu + kFfn, 2 * kFfn, h, T, kFfn, nullptr)); });
     rows.push_back({"swiglu 12288" + tn, ms * 1e3, gbs(3.0 * T * kFfn * 4, ms)});
