@@ -7,7 +7,8 @@
 #            (bench/kernel_profile.sh: figures, stall reasons, the SASS lines that wait most);
 #   steps    8B Q4_K_M (made with saker synth if missing): one-row decode at 0 / 4,096 / 8,192 / 32,768 keys and
 #            the 16-row verify, two runs.
-# Run from the repository root on the GPU machine (tests need models/ and tests/data there):
+# Run from the repository root on the GPU machine (the tests read models/ and tests/data there, or where
+# SAKER_TEST_SOURCE_DIR points: bench/collect_test_data.sh packs them):
 #   bench/attention_round.sh BIN_DIR OUT_DIR [tests|kernel|steps|all]
 # BIN_DIR: saker, saker_ops_cuda_tests, saker_gpu_model_tests, attention_cuda_bench and lib/
 # (bench/collect_gpu_bins.sh). Each part ends with its table; everything else is under OUT_DIR.

@@ -5,6 +5,7 @@
 # With ARCHIVE, DEST is also packed into ARCHIVE (a .tar.xz whose 256 MiB dictionary spans several binaries:
 # each carries the same ~45 MB of GPU code, which is then stored once; saker, both GPU test binaries, the
 # playgrounds and lib/ pack to about 16 MB against 50 MB packed one by one). Unpack with `tar xJf ARCHIVE`.
+# The test binaries also read models/ and tests/data: bench/collect_test_data.sh packs those.
 set -eu
 BUILD=$1; DEST=$2; ARCHIVE=${3:-}
 mkdir -p "$DEST/lib"

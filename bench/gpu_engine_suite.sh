@@ -17,7 +17,7 @@ BIN=$(cd "$1" && pwd); OUT=$2; PARTS=${3:-tests,f16,q4,prefix,serve}
 has() { [[ ",$PARTS," == *",$1,"* ]]; }
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$BIN/lib:${LD_LIBRARY_PATH:-}"
-export SAKER_TEST_SOURCE_DIR=$PWD
+export SAKER_TEST_SOURCE_DIR=${SAKER_TEST_SOURCE_DIR:-$PWD}  # bench/collect_test_data.sh: elsewhere
 MODELS=${SAKER_BENCH_MODELS:-/tmp/saker-bench-models}
 mkdir -p "$MODELS"
 summary=()

@@ -9,7 +9,7 @@ set -u
 BIN=$(cd "$1" && pwd); OUT=$2; WHAT=${3:-all}; QUICK=${4:-}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$BIN/lib:${LD_LIBRARY_PATH:-}"
-export SAKER_TEST_SOURCE_DIR=$PWD
+export SAKER_TEST_SOURCE_DIR=${SAKER_TEST_SOURCE_DIR:-$PWD}  # bench/collect_test_data.sh: elsewhere
 MODELS=${SAKER_BENCH_MODELS:-/tmp/saker-bench-models}
 mkdir -p "$MODELS"
 summary=()

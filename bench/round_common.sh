@@ -1,10 +1,11 @@
 # What the GPU-round scripts (bench/*_round.sh) share; sourced, not run. Sets BIN (absolute), OUT and PART from
-# the script's arguments (BIN_DIR OUT_DIR [PART]), the library path for BIN/lib, MODELS (synthesized files,
-# kept between parts of one session), and the helpers below.
+# the script's arguments (BIN_DIR OUT_DIR [PART]), the library path for BIN/lib, the tests' source folder (the
+# current one unless SAKER_TEST_SOURCE_DIR names another: bench/collect_test_data.sh), MODELS (synthesized
+# files, kept between parts of one session), and the helpers below.
 set -u
 BIN=$(cd "$1" && pwd); OUT=$2; PART=${3:-all}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$BIN/lib:${LD_LIBRARY_PATH:-}" SAKER_TEST_SOURCE_DIR=$PWD
+export LD_LIBRARY_PATH="$BIN/lib:${LD_LIBRARY_PATH:-}" SAKER_TEST_SOURCE_DIR=${SAKER_TEST_SOURCE_DIR:-$PWD}
 MODELS=${SAKER_BENCH_MODELS:-/tmp/saker-bench-models}
 mkdir -p "$MODELS"
 # Whether the part asked for includes $1.
