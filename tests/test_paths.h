@@ -2,6 +2,8 @@
 // Where tests find outside oracles (../shared/data from the project's root) and the project's own data.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace saker::testing {
@@ -18,6 +20,14 @@ inline std::filesystem::path project_data_dir() { return source_dir() / "tests" 
 inline std::filesystem::path shared_data_dir(const std::string& sub) {
   const auto p = source_dir().parent_path() / "shared" / "data" / sub;
   return std::filesystem::is_directory(p) ? p : std::filesystem::path();
+}
+
+// A file's bytes ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 inline std::filesystem::path temp_dir() {

@@ -12,13 +12,6 @@
 namespace saker::testing {
 namespace {
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 TEST(ChatTemplateGolden, EveryCaseMatchesJinja2) {
   SAKER_REQUIRE_SHARED(dir, "chat_templates");
   std::vector<std::filesystem::path> files;

@@ -23,13 +23,6 @@
 namespace saker::text {
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The .inp file is "case\n__ggml_vocab_test__\ncase\n__ggml_vocab_test__\n": every case, the last one
 // included, is followed by the separator.
 std::vector<std::string> split_cases(const std::string& text) {
@@ -98,7 +91,7 @@ TEST(VocabGolden, EveryFileReproducesItsOutput) {
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().to_string();
     const Tokenizer& tok = **tokenizer;
 
-    const auto cases = split_cases(read_file(inp));
+    const auto cases = split_cases(testing::read_file(inp));
     const auto expected = read_expected(out);
     ASSERT_EQ(cases.size(), expected.size()) << "test strings and expected lines differ in number";
     size_t mismatches = 0;
@@ -130,7 +123,7 @@ TEST(VocabGolden, StreamingDetokenizerReassemblesEveryCase) {
     ASSERT_TRUE(file.ok()) << file.status().to_string();
     auto tokenizer = Tokenizer::from_gguf(*file);
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().to_string();
-    const auto cases = split_cases(read_file(inp));
+    const auto cases = split_cases(testing::read_file(inp));
     const auto expected = read_expected(out);
     ASSERT_EQ(cases.size(), expected.size());
     IncrementalDetokenizer detok(**tokenizer);

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -16,13 +15,6 @@
 
 namespace saker {
 namespace {
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The index just past the parenthesised group opening at s[open] ('(').
 size_t past_group(const std::string& s, size_t open) {
@@ -65,7 +57,7 @@ TEST(ChainedKernelsSource, EveryKernelWaitsBeforeTouchingAnythingButWeights) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string ext = entry.path().extension().string();
     if (ext != ".cu" && ext != ".cuh") continue;
-    const std::string s = read_file(entry.path());
+    const std::string s = testing::read_file(entry.path());
     for (size_t at = s.find("__global__"); at != std::string::npos; at = s.find("__global__", at + 1)) {
       size_t open = s.find('(', at);
       if (s.substr(at, open - at).find("__launch_bounds__") != std::string::npos) {
