@@ -47,8 +47,8 @@ TEST(DefaultStreamSource, EveryCopyAndMemsetOfSrcIsWaitedFor) {
     if (s.find("cuda") == std::string::npos) continue;
     ++files;
     for (const std::string& line : unwaited_calls(s)) {
-      ADD_FAILURE() << entry.path().lexically_relative(dir)
-                    << ": a default-stream copy or memset not waited for: " << line;
+      ADD_FAILURE() << entry.path().lexically_relative(dir) << ": a default-stream copy or memset not waited for"
+                    << " (copy on the stream that reads it, or end with cudaDeviceSynchronize()): " << line;
     }
   }
   EXPECT_GE(files, 20) << "the CUDA sources were not found";
