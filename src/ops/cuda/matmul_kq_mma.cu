@@ -409,6 +409,7 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   int device = 0;
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   SAKER_ASSIGN_OR_RETURN(const int64_t optin, smem_optin(device));
+  const bool tma_stages = kq_tma_stages_on(device);
   // tw, tx: the TMA maps (kTma), else unused.
   auto launch = [&](auto n_tiles, auto stages, auto staged_x, auto tma, const CUtensorMap& tw,
                     const CUtensorMap& tx) -> Status {
@@ -431,7 +432,7 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     CUtensorMap tw{}, tx{};
     using Two = std::integral_constant<int, 2>;
     if constexpr (kStagedXFormat<F>) {
-      const bool tma_ok = kq_tma_stages_on(device) && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 && rb % 16 == 0 &&
+      const bool tma_ok = tma_stages && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 && rb % 16 == 0 &&
                           (reinterpret_cast<uintptr_t>(xq) & 15) == 0 && kSmemBytes<F, NT, 2, true, true> <= optin;
       if ((rows > kL1MaxRows || tma_ok) && kq_stage_activations() && kSmemBytes<F, NT, 2, true> <= optin) {
         // The maps are encoded on the host at each launch (a graph keeps them); where that fails, cp.async.
@@ -455,7 +456,7 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
   if (rows <= 8) return with_stages(std::integral_constant<int, 1>{});
   if constexpr (kStagedXFormat<F>) {
     // Where measured: the TMA stages (the cp.async stages and the L1 path keep units of 16).
-    if (rows > 16 && kq_nt4() && kq_tma_stages_on(device)) return with_stages(std::integral_constant<int, 4>{});
+    if (rows > 16 && kq_nt4() && tma_stages) return with_stages(std::integral_constant<int, 4>{});
   }
   return with_stages(std::integral_constant<int, 2>{});
 }
