@@ -123,20 +123,22 @@ TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
       kq::quantize_block_host(x.data() + i * kq::kBlock, xq.data() + i * kq::kBlock, kx.data() + i);
     }
     const uint64_t rb = *row_bytes(sh.type, sh.n_in);
-    for (bool accumulate : {false, true}) {
+    // 64 rows (the tensor-core kernel) and one (the one-row kernels), each writing and accumulating.
+    for (const auto& [rows, accumulate] :
+         {std::pair{kRows, false}, std::pair{kRows, true}, std::pair{int64_t{1}, false}, std::pair{int64_t{1}, true}}) {
       testing::DeviceArray<float> dx(x), dout(base);
-      ASSERT_TRUE(cuda::matmul(**ctx, dm, dx.get(), kRows, dout.get(), sh.n_out, accumulate, nullptr).ok());
+      ASSERT_TRUE(cuda::matmul(**ctx, dm, dx.get(), rows, dout.get(), sh.n_out, accumulate, nullptr).ok());
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const std::vector<float> got = dout.to_host();
       int64_t mismatches = 0;
-      for (int64_t t = 0; t < kRows; ++t) {
+      for (int64_t t = 0; t < rows; ++t) {
         for (int64_t o = 0; o < sh.n_out; ++o) {
           float want = oracle(sh.type, w.data() + o * rb, xq.data() + t * sh.n_in, kx.data() + t * n_blocks, n_blocks);
           if (accumulate) want = kq::fadd(base[t * sh.n_out + o], want);
           const float g = got[t * sh.n_out + o];
           if (std::memcmp(&g, &want, sizeof(float)) != 0 && mismatches++ < 5) {
-            ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " acc=" << accumulate
-                          << ": row " << t << " out " << o << " got " << g << " want " << want;
+            ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " rows=" << rows
+                          << " acc=" << accumulate << ": row " << t << " out " << o << " got " << g << " want " << want;
           }
         }
       }

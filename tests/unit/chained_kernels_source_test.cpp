@@ -2,7 +2,8 @@
 // chain_in() / chain_in_late() before it touches anything but weights: a kernel that read an activation or
 // wrote an output first would race with the kernel before it, and only sometimes. This reads the kernels'
 // source (no GPU needed) and checks that each body opens with that wait, preceded at most by constants
-// computed from its indices and parameters and by prefetch_weights_l2 calls.
+// computed from its indices and parameters and by calls of the prefetch_weights_* family (prefetch_weights_l2,
+// and prefetch_weights_smem: copies of weights into shared memory, which read nothing else).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -36,7 +37,7 @@ std::string check_prefix(const std::string& body) {
   if (wait == std::string::npos) return "no chain_in() / chain_in_late()";
   const std::string prefix = without_comments(body.substr(0, wait));
   static const std::regex constant(R"(^\s*const\s+[\w:<>]+\s+\w+\s*=[^;]*$)");
-  static const std::regex prefetch(R"(^\s*prefetch_weights_l2\([^;]*$)");
+  static const std::regex prefetch(R"(^\s*prefetch_weights_\w+\([^;]*$)");
   static const std::regex touches(R"(\[|->|__ldg|\batomic|\breturn\b|\bif\b|\bfor\b|\bwhile\b|(^|[=(,?:])\s*\*)");
   std::stringstream ss(prefix);
   std::string stmt;

@@ -76,7 +76,7 @@ struct Geo {
 };
 
 template <int D, int MT>
-__global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttentionArgs a) {
+__global__ void __launch_bounds__(kThreads, MT == 1 && D <= 128 ? 3 : 0) decode_mma_kernel(const SplitAttentionArgs a) {
   chain_in();
   using G = Geo<D, MT>;
   constexpr int R = G::kRows;
@@ -88,6 +88,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
   float* red_sum = red_max + kWarps * R;                                          // [kWarps, R]
   __shared__ RowInfo rows[kMaxRows];
   __shared__ int32_t pass_seq, pass_rows, pass_lo, pass_hi;
+  __shared__ int32_t plain_lo, plain_hi;  // keys every row of the pass sees by its plain range alone
   __shared__ PassTail tail;  // a tree row's chain (exact trees, attention_tiles.cuh)
   __shared__ bool tile_has_tree;
 
@@ -96,7 +97,6 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
   const int32_t n_here = min(a.rows_per_tile, n_tokens - t0);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int gid = lane >> 2, tig = lane & 3;
-  const RowInfo none{-1, 0, 0, INT32_MAX};
 
   // The block takes slices blockIdx.x, + gridDim.x, ... (the launch sizes the grid so that the blocks stay
   // resident and their copies stream from slice to slice). A pass's rows are the same for all of them, so it
@@ -123,6 +123,10 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
     while (todo != 0) {
       if (threadIdx.x == 0) {
         gather_pass_rows(a, t0, n_here, todo, 0, rows, pass_seq, pass_rows, pass_lo, pass_hi, s_first, &tail);
+        int32_t lo = INT32_MIN, hi = INT32_MAX;
+        for (int r = 0; r < pass_rows; ++r) lo = max(lo, rows[r].lo), hi = min(hi, min(rows[r].hi, rows[r].tree_start));
+        plain_lo = lo;
+        plain_hi = hi;
       }
       __syncthreads();
       const int32_t seq = pass_seq, nq = pass_rows * group, n_mt = (nq + 15) / 16;
@@ -165,9 +169,11 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
 
       // This thread's rows: vector mt * 16 + gid (half 0) and + 8 (half 1) of every m-tile (their RowInfo
       // stays in shared memory: registers go to the accumulators).
-      auto row_of = [&](int mt, int h) -> const RowInfo& {
+      // By value: a reference to either shared memory or a local default made every read of it a generic load
+      // and gave the kernel a stack frame (Nsight Compute: 54,008 local-memory requests at 32,768 keys).
+      auto row_of = [&](int mt, int h) -> RowInfo {
         const int m = mt * 16 + gid + 8 * h;
-        return m < nq ? rows[m / group] : none;
+        return m < nq ? rows[m / group] : RowInfo{-1, 0, 0, INT32_MAX};
       };
       int it = 0;  // tiles computed so far in this pass (stage it % kStages)
       for (int32_t split_i = s_first; split_i < s_end; split_i += gridDim.x) {
@@ -219,7 +225,9 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
               }
             }
           }
-          // Scale, cap, mask; this warp's row maxima.
+          // Scale, cap, mask; this warp's row maxima. A tile inside every row's plain range masks only the
+          // keys past the slice and the m-tile's unused rows: the same decisions as row_sees, without its loads.
+          const bool plain = k0 >= plain_lo && k0 + kKeys <= plain_hi;
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
             if (mt >= n_mt) continue;
@@ -229,7 +237,8 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
               float x = __fmul_rn(s[mt][e], a.scale);
               if (a.soft_cap > 0.0f) x = __fmul_rn(a.soft_cap, tanhf(__fdiv_rn(x, a.soft_cap)));
               const int32_t key = k0 + warp * kWarpKeys + tig * 2 + (e & 1);
-              if (key >= ke || !row_sees(a, row_of(mt, e >> 1), key)) x = -INFINITY;
+              const bool seen = plain ? mt * 16 + gid + 8 * (e >> 1) < nq : row_sees(a, row_of(mt, e >> 1), key);
+              if (key >= ke || !seen) x = -INFINITY;
               s[mt][e] = x;
               mx[e >> 1] = fmaxf(mx[e >> 1], x);
             }
@@ -324,7 +333,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(const SplitAttenti
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int m = mt * 16 + gid + 8 * h;
-            const RowInfo& r = row_of(mt, h);
+            const RowInfo r = row_of(mt, h);
             if (r.token < 0) continue;
             const int64_t hd = g * group + m % group;
             const int64_t i = static_cast<int64_t>(r.token) * a.n_head + hd;

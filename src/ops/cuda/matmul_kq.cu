@@ -88,7 +88,8 @@ Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, flo
 
 Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                            int64_t out_stride, bool accumulate, cudaStream_t stream) {
-  // dp4a: K-quants only; the device is asked only for the widths it may take.
+  // One row of Q4_K: a lane a block. dp4a: K-quants only; the device is asked only for the widths it may take.
+  if (!kq_force_mma() && kq_lane_takes(w, rows)) return launch_kq_lane(w, xq, kx, out, accumulate, stream);
   if (rows <= kKqDp4aMaxRows && !kq_force_mma() && kq_kernel_kquant(w.type) && rows <= kq_dp4a_rows()) {
     return launch_kq_dp4a(w, xq, kx, rows, out, out_stride, accumulate, stream);
   }
