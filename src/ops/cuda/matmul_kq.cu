@@ -88,8 +88,14 @@ Status launch_matmul_kq(const DeviceMatrix& w, const float* x, int64_t rows, flo
 
 Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                            int64_t out_stride, bool accumulate, cudaStream_t stream) {
-  // One row of Q4_K: a lane a block. dp4a: K-quants only; the device is asked only for the widths it may take.
-  if (!kq_force_mma() && kq_lane_takes(w, rows)) return launch_kq_lane(w, xq, kx, out, accumulate, stream);
+  // One row of Q4_K / Q6_K: a lane a block (kq_lane_takes). dp4a: K-quants only; the device is asked only for
+  // the widths it may take.
+  // A row whose staged activations and stages do not fit the device's shared memory (kUnsupported, decided
+  // before anything is launched) takes the dp4a kernel instead.
+  if (!kq_force_mma() && kq_lane_takes(w, rows)) {
+    Status lane = launch_kq_lane(w, xq, kx, out, accumulate, stream);
+    if (lane.code() != StatusCode::kUnsupported) return lane;
+  }
   if (rows <= kKqDp4aMaxRows && !kq_force_mma() && kq_kernel_kquant(w.type) && rows <= kq_dp4a_rows()) {
     return launch_kq_dp4a(w, xq, kx, rows, out, out_stride, accumulate, stream);
   }
