@@ -8,7 +8,7 @@
 // instruction issue is near what the schedulers give). Here a Q4_K block costs ~300 instructions, a Q6_K one
 // ~450 (its 210-byte blocks sit at 2-byte aligned slots: words are read aligned and funnel-shifted).
 //
-// Layout: a warp takes R = 32 / G weight rows at a time (a row group), G lanes a row, and walks the row's
+// Layout: a warp takes R = 32 / G weight rows at a time (a row group), G = 16 or 8 lanes a row, and walks the row's
 // blocks G at a time (an item: lane j of row r holds block G i + j). An item's blocks (R rows x G blocks,
 // 4,608 bytes of Q4_K) are copied by the whole warp with coalesced 16-byte cp.async into the warp's stage of shared
 // memory (slot r G + j at 144 bytes a slot: a lane's 16-byte reads of its slot hit distinct bank groups), a
@@ -363,15 +363,10 @@ __global__ void __launch_bounds__(W * 32)
   }
 }
 
-// Lanes a row for a row of n_blocks blocks: the fewest idle lanes over the row's items, more lanes on a tie.
-int lanes_per_row(int n_blocks) {
-  int best = 32, best_waste = 1 << 30;
-  for (int g : {32, 16, 8}) {
-    const int waste = (n_blocks + g - 1) / g * g - n_blocks;
-    if (waste < best_waste) best = g, best_waste = waste;
-  }
-  return best;
-}
+// Lanes a row for a row of n_blocks blocks: 16 where they leave no lane idle over the row's items (n_blocks a
+// multiple of 16, as 4,096 and 12,288 inputs), else 8, which idles at most 7 a row. 32 would idle no fewer than
+// 8 ever does, so it is not built.
+int lanes_per_row(int n_blocks) { return n_blocks % 16 == 0 ? 16 : 8; }
 
 template <class F, int G, int W, int S>
 Status launch_lane(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, float* out, bool accumulate,
@@ -408,14 +403,10 @@ Status launch_lane(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, f
 template <class F, int W, int S>
 Status launch_lane_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, float* out, bool accumulate,
                        cudaStream_t stream) {
-  switch (lanes_per_row(static_cast<int>(w.n_in / kq::kBlock))) {
-    case 8:
-      return launch_lane<F, 8, W, S>(w, xq, kx, out, accumulate, stream);
-    case 16:
-      return launch_lane<F, 16, W, S>(w, xq, kx, out, accumulate, stream);
-    default:
-      return launch_lane<F, 32, W, S>(w, xq, kx, out, accumulate, stream);
+  if (lanes_per_row(static_cast<int>(w.n_in / kq::kBlock)) == 16) {
+    return launch_lane<F, 16, W, S>(w, xq, kx, out, accumulate, stream);
   }
+  return launch_lane<F, 8, W, S>(w, xq, kx, out, accumulate, stream);
 }
 
 }  // namespace
