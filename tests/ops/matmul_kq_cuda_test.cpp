@@ -148,6 +148,53 @@ TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
   }
 }
 
+// One activation row against matrices tall enough that the one-row kernel's warps each walk several row groups
+// (its grid stops at the blocks the device holds at once: on an H100 about 4,200 Q4_K rows of 16-block runs
+// at a group a warp), with 16 and 8 lanes a row, short last runs and a short last group: every output against
+// the host's canonical order, written and accumulated. Cheap on the host: one activation row.
+TEST(CudaMatmulKq, OneRowOnTallMatricesEqualsCanonicalOrder) {
+  SAKER_REQUIRE_GPU();
+  if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  constexpr Shape kTall[] = {{DType::kQ4_K, 12289, 4096},
+                             {DType::kQ4_K, 17001, 2304},
+                             {DType::kQ6_K, 9003, 4096},
+                             {DType::kQ6_K, 17001, 2048}};
+  auto ctx = cuda::MatmulContext::create(1, 4096, 17001);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 4700;
+  for (const Shape& sh : kTall) {
+    std::vector<uint8_t> w;
+    cuda::DeviceMatrix dm = upload_random(sh.type, sh.n_out, sh.n_in, seed++, &w);
+    ASSERT_NE(dm.data, nullptr);
+    const std::vector<float> x = testing::varied_activations(1, sh.n_in, seed++);
+    const std::vector<float> base = testing::random_floats(static_cast<size_t>(sh.n_out), seed++);
+    const int64_t n_blocks = sh.n_in / kq::kBlock;
+    std::vector<int8_t> xq(static_cast<size_t>(sh.n_in));
+    std::vector<kq::KxBlock> kx(static_cast<size_t>(n_blocks));
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      kq::quantize_block_host(x.data() + b * kq::kBlock, xq.data() + b * kq::kBlock, kx.data() + b);
+    }
+    const uint64_t rb = *row_bytes(sh.type, sh.n_in);
+    for (bool accumulate : {false, true}) {
+      testing::DeviceArray<float> dx(x), dout(base);
+      ASSERT_TRUE(cuda::matmul(**ctx, dm, dx.get(), 1, dout.get(), sh.n_out, accumulate, nullptr).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> got = dout.to_host();
+      int64_t mismatches = 0;
+      for (int64_t o = 0; o < sh.n_out; ++o) {
+        float want = oracle(sh.type, w.data() + o * rb, xq.data(), kx.data(), n_blocks);
+        if (accumulate) want = kq::fadd(base[o], want);
+        if (std::memcmp(&got[o], &want, sizeof(float)) != 0 && mismatches++ < 5) {
+          ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " acc=" << accumulate << ": out "
+                        << o << " got " << got[o] << " want " << want;
+        }
+      }
+      EXPECT_EQ(mismatches, 0) << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in;
+    }
+    cuda::free_matrix(&dm);
+  }
+}
+
 // A row multiplied alone, or as any row of calls of 2 .. 64 rows, gives the same bits: every n-tile count
 // and m-tile choice of the launcher, and rows at every position of a tile.
 TEST(CudaMatmulKq, RowsAreWidthInvariantUpTo64) {

@@ -116,7 +116,7 @@ Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock*
                      int64_t out_stride, bool accumulate, cudaStream_t stream);
 Status launch_kq_dp4a(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
                       int64_t out_stride, bool accumulate, cudaStream_t stream);
-// One activation row on Q4_K weights, a lane a weight block (matmul_kq_lane.cu), where kq_lane_takes says so.
+// One activation row on Q4_K / Q6_K weights, a lane a weight block (matmul_kq_lane.cu), where kq_lane_takes says so.
 bool kq_lane_takes(const DeviceMatrix& w, int64_t rows);
 Status launch_kq_lane(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, float* out, bool accumulate,
                       cudaStream_t stream);
