@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# GPU round for the one-row K-quant matmul (ops/cuda/matmul_kq_lane.cu, against the dp4a kernel that
-# SAKER_CUDA_MATMUL=kqdp4a selects), in parts that each fit one call of the GPU machine (at most 600 s):
+# GPU round for the one-row K-quant matmul (ops/cuda/matmul_kq_lane.cu, against its four-warp three-stage
+# variant, SAKER_CUDA_MATMUL=kqlane3, and the dp4a kernel, kqdp4a), in parts that each fit one call of the GPU
+# machine (at most 600 s):
 #   tests    the K-quant matmul tests (every element against the host recomputation, one row among them, and
 #            every width against the 64-row call), every GPU model test;
-#   kernel   matmul_cuda_bench --quick q4_K and q6_K both ways (one row: % of 4.28 TB/s), and Nsight Compute on
+#   kernel   matmul_cuda_bench --quick q4_K and q6_K each way (one row: % of 4.28 TB/s), and Nsight Compute on
 #            one lane launch of each format (bench/kernel_profile.sh: figures, stall reasons, the SASS lines that
 #            wait most);
 #   steps    8B Q4_K_M (made with saker synth if missing): one-row decode at 0 / 4,096 / 32,768 keys and the
@@ -14,7 +15,8 @@
 # BIN_DIR: saker, saker_ops_cuda_tests, saker_gpu_model_tests, matmul_cuda_bench and lib/
 # (bench/collect_gpu_bins.sh). Each part ends with its table; everything else is under OUT_DIR.
 source "$(dirname "$0")/round_common.sh"
-way() { [ "$1" = lane ] && echo "" || echo kqdp4a; }  # the SAKER_CUDA_MATMUL of each way
+# The SAKER_CUDA_MATMUL of each way: lane (the default), lane3 (four warps a block, three stages), dp4a.
+way() { case $1 in lane) echo "" ;; lane3) echo kqlane3 ;; *) echo kqdp4a ;; esac; }
 
 if want tests; then
   timeout 200 "$BIN/saker_ops_cuda_tests" --gtest_brief=1 --gtest_filter='CudaMatmulKq.*' > "$OUT/tests-kq.txt" 2>&1
@@ -27,13 +29,14 @@ fi
 
 if want kernel; then
   for t in q4_K q6_K; do
-    for w in lane dp4a; do
+    for w in lane lane3 dp4a; do
       SAKER_CUDA_MATMUL=$(way $w) timeout 60 "$BIN/matmul_cuda_bench" --quick $t > "$OUT/mm-$t-$w.txt" 2>&1
     done
   done
-  echo "== matmul_cuda_bench --quick TYPE, one row, % of 4.28 TB/s (lane | dp4a)"
+  echo "== matmul_cuda_bench --quick TYPE, one row, % of 4.28 TB/s (lane | lane3 | dp4a; Q6_K has no lane3)"
   for t in q4_K q6_K; do
-    paste -d'|' <(tail -3 "$OUT/mm-$t-lane.txt" | awk '{print $1, $2, $3}') <(tail -3 "$OUT/mm-$t-dp4a.txt" | awk '{print $3}')
+    paste -d'|' <(tail -3 "$OUT/mm-$t-lane.txt" | awk '{print $1, $2, $3}') <(tail -3 "$OUT/mm-$t-lane3.txt" | awk '{print $3}') \
+      <(tail -3 "$OUT/mm-$t-dp4a.txt" | awk '{print $3}')
   done
   TOP=16 bash "$(dirname "$0")/kernel_profile.sh" "$BIN" "$OUT/profile" \
     'q4k1:kq_lane:matmul_cuda_bench --one q4_K 12288 4096 1' \
