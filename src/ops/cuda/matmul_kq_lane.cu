@@ -62,10 +62,12 @@ constexpr int kChunks = (kItemChunks<F> + 31) / 32;  // pieces a lane copies
 
 // Shared memory of a thread block: the activation row (codes and the 16-byte meta, each block's d8, Q6_K's
 // sub-block sums), then each warp's stages.
+SAKER_HD constexpr size_t lane_codes_bytes(int n_blocks) {  // codes and meta, then d8; Q6_K's sums after
+  return (static_cast<size_t>(n_blocks) * (kXStride + 4) + 15) / 16 * 16;
+}
 template <class F>
 SAKER_HD constexpr size_t lane_x_bytes(int n_blocks) {
-  const size_t codes = (static_cast<size_t>(n_blocks) * (kXStride + 4) + 15) / 16 * 16;
-  return codes + (F::kSums16 ? static_cast<size_t>(n_blocks) * 32 : 0);
+  return lane_codes_bytes(n_blocks) + (F::kSums16 ? static_cast<size_t>(n_blocks) * 32 : 0);
 }
 template <class F>
 SAKER_HD constexpr size_t lane_smem_bytes(int n_blocks, int warps, int stages) {
@@ -277,8 +279,7 @@ __global__ void __launch_bounds__(W * 32)
   constexpr int R = 32 / G;
   uint8_t* xs = kq_lane_smem;                                                                      // [n_blocks][272]
   float* d8s = reinterpret_cast<float*>(kq_lane_smem + static_cast<size_t>(n_blocks) * kXStride);  // [n_blocks]
-  uint8_t* x16 =
-      kq_lane_smem + (static_cast<size_t>(n_blocks) * (kXStride + 4) + 15) / 16 * 16;  // Q6_K: [n_blocks][32]
+  uint8_t* x16 = kq_lane_smem + lane_codes_bytes(n_blocks);  // Q6_K: [n_blocks][32]
   // The activation row: codes at 272-byte strides, then (Q4_K) each block's qsums (KxBlock bytes 12-27) after
   // its codes, or (Q6_K) its sixteen 16-code sums. A thread loads K pieces before it stores any, so that they
   // are in flight together: stored one by one, each waited for its load, which measured a fifth of the
