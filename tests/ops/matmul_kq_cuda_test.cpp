@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -103,31 +104,27 @@ constexpr Shape kShapes[] = {
     {DType::kQ4_K, 19, 12288}, {DType::kQ6_K, 21, 14336},
 };
 
-TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
-  SAKER_REQUIRE_GPU();
-  if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
-  constexpr int64_t kRows = 64;
-  auto ctx = cuda::MatmulContext::create(kRows, 14336, 301);
-  ASSERT_TRUE(ctx.ok());
-  uint32_t seed = 4100;
-  for (const Shape& sh : kShapes) {
-    std::vector<uint8_t> w;
-    cuda::DeviceMatrix dm = upload_random(sh.type, sh.n_out, sh.n_in, seed++, &w);
-    ASSERT_NE(dm.data, nullptr);
-    const std::vector<float> x = testing::varied_activations(kRows, sh.n_in, seed++);
-    const std::vector<float> base = testing::random_floats(static_cast<size_t>(kRows * sh.n_out), seed++);
-    const int64_t n_blocks = sh.n_in / kq::kBlock;
-    std::vector<int8_t> xq(static_cast<size_t>(kRows * sh.n_in));
-    std::vector<kq::KxBlock> kx(static_cast<size_t>(kRows * n_blocks));
-    for (int64_t i = 0; i < kRows * n_blocks; ++i) {
-      kq::quantize_block_host(x.data() + i * kq::kBlock, xq.data() + i * kq::kBlock, kx.data() + i);
-    }
-    const uint64_t rb = *row_bytes(sh.type, sh.n_in);
-    // 64 rows (the tensor-core kernel) and one (the one-row kernels), each writing and accumulating.
-    for (const auto& [rows, accumulate] :
-         {std::pair{kRows, false}, std::pair{kRows, true}, std::pair{int64_t{1}, false}, std::pair{int64_t{1}, true}}) {
+// One shape against the host's canonical order: random weights and `act_rows` activation rows (seeds from
+// *seed), then for each call width in `calls` a call writing and one accumulating onto random outputs; every
+// output of every row compared bit for bit.
+void expect_canonical(const Shape& sh, int64_t act_rows, std::initializer_list<int64_t> calls, cuda::MatmulContext& ctx,
+                      uint32_t* seed) {
+  std::vector<uint8_t> w;
+  cuda::DeviceMatrix dm = upload_random(sh.type, sh.n_out, sh.n_in, (*seed)++, &w);
+  ASSERT_NE(dm.data, nullptr);
+  const std::vector<float> x = testing::varied_activations(act_rows, sh.n_in, (*seed)++);
+  const std::vector<float> base = testing::random_floats(static_cast<size_t>(act_rows * sh.n_out), (*seed)++);
+  const int64_t n_blocks = sh.n_in / kq::kBlock;
+  std::vector<int8_t> xq(static_cast<size_t>(act_rows * sh.n_in));
+  std::vector<kq::KxBlock> kx(static_cast<size_t>(act_rows * n_blocks));
+  for (int64_t i = 0; i < act_rows * n_blocks; ++i) {
+    kq::quantize_block_host(x.data() + i * kq::kBlock, xq.data() + i * kq::kBlock, kx.data() + i);
+  }
+  const uint64_t rb = *row_bytes(sh.type, sh.n_in);
+  for (const int64_t rows : calls) {
+    for (const bool accumulate : {false, true}) {
       testing::DeviceArray<float> dx(x), dout(base);
-      ASSERT_TRUE(cuda::matmul(**ctx, dm, dx.get(), rows, dout.get(), sh.n_out, accumulate, nullptr).ok());
+      ASSERT_TRUE(cuda::matmul(ctx, dm, dx.get(), rows, dout.get(), sh.n_out, accumulate, nullptr).ok());
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const std::vector<float> got = dout.to_host();
       int64_t mismatches = 0;
@@ -144,14 +141,28 @@ TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
       }
       EXPECT_EQ(mismatches, 0) << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in;
     }
-    cuda::free_matrix(&dm);
+  }
+  cuda::free_matrix(&dm);
+}
+
+// 64 rows (the tensor-core kernel) and one (the one-row kernels).
+TEST(CudaMatmulKq, EqualsCanonicalOrderBitForBit) {
+  SAKER_REQUIRE_GPU();
+  if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
+  constexpr int64_t kRows = 64;
+  auto ctx = cuda::MatmulContext::create(kRows, 14336, 301);
+  ASSERT_TRUE(ctx.ok());
+  uint32_t seed = 4100;
+  for (const Shape& sh : kShapes) {
+    expect_canonical(sh, kRows, {kRows, 1}, **ctx, &seed);
+    if (HasFatalFailure()) return;
   }
 }
 
 // One activation row against matrices tall enough that the one-row kernel's warps each walk several row groups
 // (its grid stops at the blocks the device holds at once: on an H100 about 4,200 Q4_K rows of 16-block runs
-// at a group a warp), with 16 and 8 lanes a row, short last runs and a short last group: every output against
-// the host's canonical order, written and accumulated. Cheap on the host: one activation row.
+// at a group a warp), with 16 and 8 lanes a row, short last runs and a short last group. Cheap on the host:
+// one activation row.
 TEST(CudaMatmulKq, OneRowOnTallMatricesEqualsCanonicalOrder) {
   SAKER_REQUIRE_GPU();
   if (!kq_path_on()) GTEST_SKIP() << "SAKER_CUDA_MATMUL selects another path";
@@ -163,35 +174,8 @@ TEST(CudaMatmulKq, OneRowOnTallMatricesEqualsCanonicalOrder) {
   ASSERT_TRUE(ctx.ok());
   uint32_t seed = 4700;
   for (const Shape& sh : kTall) {
-    std::vector<uint8_t> w;
-    cuda::DeviceMatrix dm = upload_random(sh.type, sh.n_out, sh.n_in, seed++, &w);
-    ASSERT_NE(dm.data, nullptr);
-    const std::vector<float> x = testing::varied_activations(1, sh.n_in, seed++);
-    const std::vector<float> base = testing::random_floats(static_cast<size_t>(sh.n_out), seed++);
-    const int64_t n_blocks = sh.n_in / kq::kBlock;
-    std::vector<int8_t> xq(static_cast<size_t>(sh.n_in));
-    std::vector<kq::KxBlock> kx(static_cast<size_t>(n_blocks));
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      kq::quantize_block_host(x.data() + b * kq::kBlock, xq.data() + b * kq::kBlock, kx.data() + b);
-    }
-    const uint64_t rb = *row_bytes(sh.type, sh.n_in);
-    for (bool accumulate : {false, true}) {
-      testing::DeviceArray<float> dx(x), dout(base);
-      ASSERT_TRUE(cuda::matmul(**ctx, dm, dx.get(), 1, dout.get(), sh.n_out, accumulate, nullptr).ok());
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const std::vector<float> got = dout.to_host();
-      int64_t mismatches = 0;
-      for (int64_t o = 0; o < sh.n_out; ++o) {
-        float want = oracle(sh.type, w.data() + o * rb, xq.data(), kx.data(), n_blocks);
-        if (accumulate) want = kq::fadd(base[o], want);
-        if (std::memcmp(&got[o], &want, sizeof(float)) != 0 && mismatches++ < 5) {
-          ADD_FAILURE() << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in << " acc=" << accumulate << ": out "
-                        << o << " got " << got[o] << " want " << want;
-        }
-      }
-      EXPECT_EQ(mismatches, 0) << dtype_name(sh.type) << " " << sh.n_out << "x" << sh.n_in;
-    }
-    cuda::free_matrix(&dm);
+    expect_canonical(sh, 1, {1}, **ctx, &seed);
+    if (HasFatalFailure()) return;
   }
 }
 
