@@ -15,13 +15,9 @@
 source "$(dirname "$0")/round_common.sh"
 
 if want tests; then
-  timeout 150 "$BIN/saker_ops_cuda_tests" --gtest_brief=1 --gtest_filter='*Attention*:ChainedLaunches.*' \
-    > "$OUT/tests-attention.txt" 2>&1
-  echo "attention + chained-launch tests: rc=$? $(summary "$OUT/tests-attention.txt")"
-  failures "$OUT/tests-attention.txt"
-  timeout 240 "$BIN/saker_gpu_model_tests" --gtest_brief=1 > "$OUT/tests-model.txt" 2>&1
-  echo "GPU model tests: rc=$? $(summary "$OUT/tests-model.txt")"
-  failures "$OUT/tests-model.txt"
+  gtests "attention + chained-launch tests" tests-attention.txt 150 saker_ops_cuda_tests \
+    --gtest_filter='*Attention*:ChainedLaunches.*'
+  gtests "GPU model tests" tests-model.txt 240 saker_gpu_model_tests
 fi
 
 if want kernel; then

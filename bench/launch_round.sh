@@ -31,19 +31,11 @@ ab() {  # file tag: SAKER_CUDA_PDL=0 against the default, two runs each way
 }
 
 if want tests; then
-  timeout 60 "$BIN/saker_ops_cuda_tests" --gtest_filter='ChainedLaunches.*' > "$OUT/tests-chained.txt" 2>&1
-  echo "chained-launch tests: rc=$? $(summary "$OUT/tests-chained.txt")"
-  failures "$OUT/tests-chained.txt"
-  SAKER_CUDA_PDL=0 timeout 60 "$BIN/saker_ops_cuda_tests" --gtest_filter='ChainedLaunches.*' \
-    > "$OUT/tests-chained-off.txt" 2>&1
-  echo "chained-launch tests, SAKER_CUDA_PDL=0: rc=$? $(summary "$OUT/tests-chained-off.txt")"
-  failures "$OUT/tests-chained-off.txt"
-  timeout 240 "$BIN/saker_gpu_model_tests" --gtest_brief=1 > "$OUT/tests-model.txt" 2>&1
-  echo "GPU model tests: rc=$? $(summary "$OUT/tests-model.txt")"
-  failures "$OUT/tests-model.txt"
-  timeout 200 "$BIN/saker_ops_cuda_tests" --gtest_brief=1 --gtest_filter='CudaMatmul*' > "$OUT/tests-matmul.txt" 2>&1
-  echo "CUDA matmul tests: rc=$? $(summary "$OUT/tests-matmul.txt")"
-  failures "$OUT/tests-matmul.txt"
+  gtests "chained-launch tests" tests-chained.txt 60 saker_ops_cuda_tests --gtest_filter='ChainedLaunches.*'
+  SAKER_CUDA_PDL=0 gtests "chained-launch tests, SAKER_CUDA_PDL=0" tests-chained-off.txt 60 saker_ops_cuda_tests \
+    --gtest_filter='ChainedLaunches.*'
+  gtests "GPU model tests" tests-model.txt 240 saker_gpu_model_tests
+  gtests "CUDA matmul tests" tests-matmul.txt 200 saker_ops_cuda_tests --gtest_filter='CudaMatmul*'
 fi
 
 if want launch; then ab "$(model 8b q4_k_m)" 8b-q4_k_m; fi

@@ -19,12 +19,8 @@ source "$(dirname "$0")/round_common.sh"
 way() { case $1 in lane) echo "" ;; lane3) echo kqlane3 ;; *) echo kqdp4a ;; esac; }
 
 if want tests; then
-  timeout 200 "$BIN/saker_ops_cuda_tests" --gtest_brief=1 --gtest_filter='CudaMatmulKq.*' > "$OUT/tests-kq.txt" 2>&1
-  echo "K-quant matmul tests: rc=$? $(summary "$OUT/tests-kq.txt")"
-  failures "$OUT/tests-kq.txt"
-  timeout 240 "$BIN/saker_gpu_model_tests" --gtest_brief=1 > "$OUT/tests-model.txt" 2>&1
-  echo "GPU model tests: rc=$? $(summary "$OUT/tests-model.txt")"
-  failures "$OUT/tests-model.txt"
+  gtests "K-quant matmul tests" tests-kq.txt 200 saker_ops_cuda_tests --gtest_filter='CudaMatmulKq.*'
+  gtests "GPU model tests" tests-model.txt 240 saker_gpu_model_tests
 fi
 
 if want kernel; then

@@ -14,6 +14,15 @@ want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 summary() { grep -hE '^\[  PASSED|^\[  FAILED  \] [0-9]' "$1" | tr '\n' ' '; }
 failures() { grep -hE '^\[  FAILED  \] [A-Za-z]' "$1" | head -5; }
 failed() { grep -cE '^\[  FAILED  \] [A-Za-z]' "$1"; }
+# gtests LABEL FILE SECONDS BINARY [ARGS...]: BIN/BINARY --gtest_brief=1 ARGS into OUT/FILE within SECONDS, then
+# LABEL with its exit status and summary, and its first failed tests.
+gtests() {
+  local label=$1 file=$2 seconds=$3 binary=$4
+  shift 4
+  timeout "$seconds" "$BIN/$binary" --gtest_brief=1 "$@" > "$OUT/$file" 2>&1
+  echo "$label: rc=$? $(summary "$OUT/$file")"
+  failures "$OUT/$file"
+}
 # model PRESET TYPE -> the path of a synthesized file (made once).
 model() {
   local f=$MODELS/$1-$2.gguf

@@ -14,10 +14,8 @@
 source "$(dirname "$0")/round_common.sh"
 
 if want tests; then
-  timeout 240 "$BIN/saker_gpu_model_tests" --gtest_brief=1 \
-    --gtest_filter='CudaTaps*:CudaDrafter*:*CudaSpeculation*:CudaSpecSampling*:CudaEngine*' > "$OUT/tests.txt" 2>&1
-  echo "GPU speculation tests: rc=$? $(summary "$OUT/tests.txt")"
-  failures "$OUT/tests.txt"
+  gtests "GPU speculation tests" tests.txt 240 saker_gpu_model_tests \
+    --gtest_filter='CudaTaps*:CudaDrafter*:*CudaSpeculation*:CudaSpecSampling*:CudaEngine*'
 fi
 
 bench() {  # name, then saker bench arguments after the model
