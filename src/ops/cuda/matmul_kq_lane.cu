@@ -378,7 +378,7 @@ Status launch_lane(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, f
   int device = 0;
   SAKER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   // The smem limit is raised to the most this instantiation may ask for once; the resident count depends on
-  // the call's smem, so it is asked per call (a host query, no stream work).
+  // the call's smem (its row length), so it is counted once per (device, smem).
   static std::atomic<int64_t> raised[64];
   SAKER_ASSIGN_OR_RETURN(
       const int64_t ok, once_per_device(raised, device, [&]() -> Result<int64_t> {
@@ -390,7 +390,10 @@ Status launch_lane(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, f
       }));
   if (static_cast<int64_t>(smem) > ok)
     return make_error(StatusCode::kUnsupported, "cuda matmul: row too long for kq_lane");
-  SAKER_ASSIGN_OR_RETURN(const int64_t resident, resident_blocks(kernel, W * 32, smem, device));
+  static std::atomic<uint64_t> resident_cache[64][8];
+  SAKER_ASSIGN_OR_RETURN(const int64_t resident,
+                         once_per_device_key(resident_cache, device, static_cast<uint32_t>(smem),
+                                             [&] { return resident_blocks(kernel, W * 32, smem, device); }));
   constexpr int R = 32 / G;
   const int64_t groups = (w.n_out + R - 1) / R;
   const int64_t wanted = (groups + W - 1) / W;
