@@ -107,19 +107,22 @@ class Bench {
     for (size_t i = 0; i < table_.size(); ++i) table_[i] = static_cast<int32_t>(i);
   }
 
-  // Forwards tokens [start, start + n) of the chain; logits for the last `n_out` rows.
-  Status step(int64_t start, int64_t n, int64_t n_out) {
+  // Forwards tokens [start, start + n) of the chain; logits for the last `n_out` rows, or with `ids` only their
+  // argmax ids (what a greedy step copies back).
+  Status step(int64_t start, int64_t n, int64_t n_out, bool ids = false) {
     tokens_.resize(n);
     for (auto& t : tokens_) t = static_cast<int32_t>(rng_() % static_cast<uint64_t>(h_.n_vocab));
     out_.resize(n_out);
     for (int64_t i = 0; i < n_out; ++i) out_[i] = static_cast<int32_t>(n - n_out + i);
     logits_.resize(n_out * h_.n_vocab);
+    ids_.resize(n_out);
     const SequenceBatch sb(table_, start, n, AttentionMask::kCausal);
     ForwardBatch b;
     b.tokens = tokens_;
     b.attn = sb.attn;
     b.output_rows = out_;
-    return model_.forward(b, kv_.layers(), logits_.data());
+    if (ids) b.argmax = ids_.data();
+    return model_.forward(b, kv_.layers(), ids ? nullptr : logits_.data());
   }
 
   // Fills slots [0, n) in chunks (untimed context for decode and verify).
@@ -135,7 +138,7 @@ class Bench {
   KvStorage& kv_;
   const ModelHParams& h_;
   std::mt19937_64 rng_{1234};
-  std::vector<int32_t> table_, tokens_, out_;
+  std::vector<int32_t> table_, tokens_, out_, ids_;
   std::vector<float> logits_;
 };
 
@@ -290,25 +293,33 @@ int run(const BenchArgs& a) {
   if (!a.rows.empty()) {
     if (auto st = bench.fill(a.verify_ctx, chunk); !st.ok()) return fail_at("context fill", st);
   }
+  // Each width twice: "verifyR@C" copies every row's logits back (a sampled verify's outputs, and the figure
+  // earlier baselines hold), "verifyR@C ids" only each row's argmax id (what a greedy verify step copies: at 16
+  // rows of a 151,936-token vocabulary the logits are 9.7 MB a step).
   const int verify_steps = 10;
-  for (int64_t r : a.rows) {
-    Sample s{fmt::format("verify{}@{}", r, a.verify_ctx), r, a.verify_ctx, {}, 0};
-    std::vector<double> per_step;
-    auto ms = time_runs(a.warmup, a.reps, [&]() -> Status {
-      for (int i = 0; i < verify_steps; ++i) SAKER_RETURN_IF_ERROR(bench.step(a.verify_ctx, r, r));
-      return {};
-    });
-    if (!ms.ok()) return fail_at(s.test, ms.status());
-    for (double m : *ms) s.ms.push_back(m / verify_steps);
-    s.roofline_ms = (cost.decode_bytes + (a.verify_ctx + r) * kv_bytes_per_token) / (ceil.bandwidth_gbs * 1e9) * 1e3;
-    samples.push_back(s);
-    fmt::print(stderr, "  {:<12} {:>9.3f} ms/step\n", s.test, median_of(s.ms));
+  for (const bool ids : {false, true}) {
+    for (int64_t r : a.rows) {
+      Sample s{fmt::format("verify{}@{}{}", r, a.verify_ctx, ids ? " ids" : ""), r, a.verify_ctx, {}, 0};
+      auto ms = time_runs(a.warmup, a.reps, [&]() -> Status {
+        for (int i = 0; i < verify_steps; ++i) SAKER_RETURN_IF_ERROR(bench.step(a.verify_ctx, r, r, ids));
+        return {};
+      });
+      if (!ms.ok()) return fail_at(s.test, ms.status());
+      for (double m : *ms) s.ms.push_back(m / verify_steps);
+      s.roofline_ms = (cost.decode_bytes + (a.verify_ctx + r) * kv_bytes_per_token) / (ceil.bandwidth_gbs * 1e9) * 1e3;
+      samples.push_back(s);
+      fmt::print(stderr, "  {:<12} {:>9.3f} ms/step\n", s.test, median_of(s.ms));
+    }
   }
 
-  // The table: tokens/s for prefill and decode, ms per step and the cost relative to one row for verify.
-  double one_row_ms = 0;
+  // The table: tokens/s for prefill and decode, ms per step and the cost relative to one row for verify (each
+  // output kind against its own one-row step).
+  double one_row_ms = 0, one_row_ids_ms = 0;
+  const auto is_ids = [](const Sample& s) {
+    return s.test.size() > 4 && s.test.compare(s.test.size() - 4, 4, " ids") == 0;
+  };
   for (const Sample& s : samples) {
-    if (s.test.rfind("verify1@", 0) == 0) one_row_ms = median_of(s.ms);
+    if (s.test.rfind("verify1@", 0) == 0) (is_ids(s) ? one_row_ids_ms : one_row_ms) = median_of(s.ms);
   }
   nlohmann::json results = nlohmann::json::array();
   fmt::print("| test | ctx | ms (median) | spread | tok/s | % roofline | x 1 row |\n|---|---|---|---|---|---|---|\n");
@@ -319,11 +330,18 @@ int run(const BenchArgs& a) {
     const bool verify = s.test.rfind("verify", 0) == 0;
     const double tok_s = s.tokens * 1e3 / med;
     const double pct = s.roofline_ms / med * 100;
-    const std::string rel = verify && one_row_ms > 0 ? fmt::format("{:.2f}", med / one_row_ms) : "";
+    const double one_row = is_ids(s) ? one_row_ids_ms : one_row_ms;
+    const std::string rel = verify && one_row > 0 ? fmt::format("{:.2f}", med / one_row) : "";
     fmt::print("| {} | {} | {:.3f} | {:.1f}% | {:.1f} | {:.1f}% | {} |\n", s.test, s.ctx, med, spread, tok_s, pct, rel);
-    results.push_back({{"test", s.test}, {"tokens", s.tokens}, {"ctx", s.ctx}, {"ms_median", med}, {"ms_runs", s.ms},
-                       {"tokens_per_s", tok_s}, {"roofline_ms", s.roofline_ms}, {"pct_roofline", pct},
-                       {"relative_to_one_row", verify && one_row_ms > 0 ? med / one_row_ms : 0.0}});
+    results.push_back({{"test", s.test},
+                       {"tokens", s.tokens},
+                       {"ctx", s.ctx},
+                       {"ms_median", med},
+                       {"ms_runs", s.ms},
+                       {"tokens_per_s", tok_s},
+                       {"roofline_ms", s.roofline_ms},
+                       {"pct_roofline", pct},
+                       {"relative_to_one_row", verify && one_row > 0 ? med / one_row : 0.0}});
   }
   if (!a.json.empty()) {
     nlohmann::json j = {{"model", a.model},
@@ -409,7 +427,11 @@ Command make_bench_command() {
         s->add_option("-p,--prefill", a->prefill, "Prefill lengths (tokens)")->delimiter(',')->capture_default_str();
         s->add_option("--decode-ctx", a->decode_ctx, "Contexts to decode at")->delimiter(',')->capture_default_str();
         s->add_option("-n,--n-decode", a->n_decode, "Tokens per decode run")->capture_default_str();
-        s->add_option("--rows", a->rows, "Verify widths: rows of one sequence per step")->delimiter(',')->capture_default_str();
+        s->add_option("--rows", a->rows,
+                      "Verify widths: rows of one sequence per step (each measured copying all rows' logits back, then "
+                      "only their argmax ids: the \"ids\" rows)")
+            ->delimiter(',')
+            ->capture_default_str();
         s->add_option("--verify-ctx", a->verify_ctx, "Context before the verify rows")->capture_default_str();
         s->add_option("-r,--reps", a->reps, "Timed runs per test (median reported)")->capture_default_str();
         s->add_option("--warmup", a->warmup, "Untimed runs before the timed ones")->capture_default_str();

@@ -21,7 +21,9 @@ def test_bench_cpu_json(saker, tmp_path):
     assert j["ceilings"]["bandwidth_gbs"] > 0 and j["ceilings"]["tflops"] > 0
     assert j["decode_weight_bytes"] > 0 and j["layer_params"] > 0
     tests = {r["test"]: r for r in j["results"]}
-    assert set(tests) == {"pp32", "pp64", "tg8@0", "tg8@40", "verify1@16", "verify4@16"}
+    # Each verify width copying logits back, then only argmax ids (" ids", each against its own one-row step).
+    assert set(tests) == {"pp32", "pp64", "tg8@0", "tg8@40", "verify1@16", "verify4@16", "verify1@16 ids",
+                          "verify4@16 ids"}
     for r in j["results"]:
         assert len(r["ms_runs"]) == 3
         assert all(ms > 0 for ms in r["ms_runs"])
@@ -31,6 +33,8 @@ def test_bench_cpu_json(saker, tmp_path):
         assert 0 < r["pct_roofline"] < 1000, r
     assert tests["verify1@16"]["relative_to_one_row"] == 1.0
     assert tests["verify4@16"]["relative_to_one_row"] > 0
+    assert tests["verify1@16 ids"]["relative_to_one_row"] == 1.0
+    assert tests["verify4@16 ids"]["relative_to_one_row"] > 0
 
 
 def test_bench_engine_cpu_json(saker, tmp_path):
