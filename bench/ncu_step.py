@@ -7,7 +7,8 @@
   bench/ncu_step.py rows-1.csv rows-16.csv
 
 For each CSV, the kernels of the last step (from the last embedding launch on: with `--rows R` and nothing
-after it, the R-row verify step after the context) are summed by kernel name (template arguments kept, so
+after it, the R-row verify step after the context, in its argmax-ids form: saker bench times each width with
+logits, then with ids) are summed by kernel name (template arguments kept, so
 the one-row and the tensor-core matmul kernels stay apart) and printed as a table, largest first: total us,
 share of the step, calls, us a call. ncu runs every kernel alone with cold caches (and without the CUDA
 graph's overlap), so the step's sum exceeds its time in a graph; the shares are what to read.
