@@ -97,6 +97,7 @@ struct Sample {
   int64_t ctx = 0;     // context before the timed tokens
   std::vector<double> ms;
   double roofline_ms = 0;  // the ceiling's time for the same unit
+  bool ids = false;        // a verify step copying argmax ids, not logits
 };
 
 // One sequence over the whole cache; builds chain batches at any slot.
@@ -299,7 +300,7 @@ int run(const BenchArgs& a) {
   const int verify_steps = 10;
   for (const bool ids : {false, true}) {
     for (int64_t r : a.rows) {
-      Sample s{fmt::format("verify{}@{}{}", r, a.verify_ctx, ids ? " ids" : ""), r, a.verify_ctx, {}, 0};
+      Sample s{fmt::format("verify{}@{}{}", r, a.verify_ctx, ids ? " ids" : ""), r, a.verify_ctx, {}, 0, ids};
       auto ms = time_runs(a.warmup, a.reps, [&]() -> Status {
         for (int i = 0; i < verify_steps; ++i) SAKER_RETURN_IF_ERROR(bench.step(a.verify_ctx, r, r, ids));
         return {};
@@ -315,11 +316,8 @@ int run(const BenchArgs& a) {
   // The table: tokens/s for prefill and decode, ms per step and the cost relative to one row for verify (each
   // output kind against its own one-row step).
   double one_row_ms = 0, one_row_ids_ms = 0;
-  const auto is_ids = [](const Sample& s) {
-    return s.test.size() > 4 && s.test.compare(s.test.size() - 4, 4, " ids") == 0;
-  };
   for (const Sample& s : samples) {
-    if (s.test.rfind("verify1@", 0) == 0) (is_ids(s) ? one_row_ids_ms : one_row_ms) = median_of(s.ms);
+    if (s.test.rfind("verify1@", 0) == 0) (s.ids ? one_row_ids_ms : one_row_ms) = median_of(s.ms);
   }
   nlohmann::json results = nlohmann::json::array();
   fmt::print("| test | ctx | ms (median) | spread | tok/s | % roofline | x 1 row |\n|---|---|---|---|---|---|---|\n");
@@ -330,7 +328,7 @@ int run(const BenchArgs& a) {
     const bool verify = s.test.rfind("verify", 0) == 0;
     const double tok_s = s.tokens * 1e3 / med;
     const double pct = s.roofline_ms / med * 100;
-    const double one_row = is_ids(s) ? one_row_ids_ms : one_row_ms;
+    const double one_row = s.ids ? one_row_ids_ms : one_row_ms;
     const std::string rel = verify && one_row > 0 ? fmt::format("{:.2f}", med / one_row) : "";
     fmt::print("| {} | {} | {:.3f} | {:.1f}% | {:.1f} | {:.1f}% | {} |\n", s.test, s.ctx, med, spread, tok_s, pct, rel);
     results.push_back({{"test", s.test},
