@@ -3,7 +3,7 @@
 // wrote an output first would race with the kernel before it, and only sometimes. This reads the kernels'
 // source (no GPU needed) and checks that each body opens with that wait, preceded at most by constants
 // computed from its indices and parameters and by calls of the prefetch_weights_* family (prefetch_weights_l2,
-// and prefetch_weights_smem: copies of weights into shared memory, which read nothing else).
+// and prefetch_weights_smem / prefetch_weights_tma: copies of weights into shared memory, which read nothing else).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -37,7 +37,7 @@ std::string check_prefix(const std::string& body) {
   if (wait == std::string::npos) return "no chain_in() / chain_in_late()";
   const std::string prefix = without_comments(body.substr(0, wait));
   static const std::regex constant(R"(^\s*const\s+[\w:<>]+\s+\w+\s*=[^;]*$)");
-  static const std::regex prefetch(R"(^\s*prefetch_weights_\w+\([^;]*$)");
+  static const std::regex prefetch(R"(^\s*prefetch_weights_\w+(<[^;(]*>)?\([^;]*$)");  // template arguments too
   static const std::regex touches(R"(\[|->|__ldg|\batomic|\breturn\b|\bif\b|\bfor\b|\bwhile\b|(^|[=(,?:])\s*\*)");
   std::stringstream ss(prefix);
   std::string stmt;
@@ -77,6 +77,7 @@ TEST(ChainedKernelsSource, EveryKernelWaitsBeforeTouchingAnythingButWeights) {
 TEST(ChainedKernelsSource, TheCheckCatchesAReadBeforeTheWait) {
   EXPECT_EQ(check_prefix("\n  const int64_t first = blockIdx.x * 4;\n  prefetch_weights_l2(w + first, n);\n  chain_in();"),
             "");
+  EXPECT_EQ(check_prefix("\n  prefetch_weights_tma<Layout<F, 2>, F, true>(&tw, warp, n, tile);\n  chain_in_late();"), "");
   EXPECT_NE(check_prefix("\n  const float v = x[threadIdx.x];\n  chain_in();"), "");
   EXPECT_NE(check_prefix("\n  if (o >= n) return;\n  chain_in();"), "");
   EXPECT_NE(check_prefix("\n  out[0] = 1.0f;\n  chain_in();"), "");

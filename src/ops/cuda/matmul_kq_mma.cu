@@ -63,6 +63,56 @@ template <class F, int NT, int S, bool kXs, bool kTma = false>
 constexpr int kSmemBytes = (kKqWarps * S) * kStageBytes<F, NT, kXs> + (kTma ? kKqWarps * S * 8 : 0) +
                            (kKqWarps * NT * 4 * 32 * 4) * kRedBuffers<kXs>;
 
+// The kernel's dynamic shared memory (declared once for every instantiation, so that the weight prefetch
+// before the chained-launch wait can address it too).
+extern __shared__ __align__(1024) uint8_t kq_mma_smem[];
+
+// Where warp `warp`'s stage st and barriers lie in kq_mma_smem (kSmemBytes' layout): without kTma, stage st is
+// its weight rows then its activation rows; with kTma, every stage's activation part comes first (1024-byte
+// aligned for the swizzle), then the weight parts.
+template <class F, int NT, int kStages, bool kXs, bool kTma>
+struct KqMmaSmem {
+  static constexpr int kStage = kStageBytes<F, NT, kXs>;
+  static constexpr int kXBytes = 8 * NT * kq::kBlock;  // kTma: a stage's activation part
+  static constexpr int kWBytes = 16 * F::kRowStride;   // its weight part
+  __device__ __forceinline__ static uint8_t* w_stage(int warp, int st) {
+    if constexpr (kTma) return kq_mma_smem + kKqWarps * kStages * kXBytes + (warp * kStages + st) * kWBytes;
+    return kq_mma_smem + (warp * kStages + st) * kStage;
+  }
+  __device__ __forceinline__ static uint8_t* x_stage(int warp, int st) {
+    if constexpr (kTma) return kq_mma_smem + (warp * kStages + st) * kXBytes;
+    return kq_mma_smem + (warp * kStages + st) * kStage + 16 * F::kRowStride;
+  }
+  __device__ __forceinline__ static uint64_t* bars(int warp) {
+    return reinterpret_cast<uint64_t*>(kq_mma_smem + kKqWarps * kStages * kStage) + warp * kStages;
+  }
+  __device__ __forceinline__ static float* red() {
+    return reinterpret_cast<float*>(kq_mma_smem + kKqWarps * kStages * kStage + (kTma ? kKqWarps * kStages * 8 : 0));
+  }
+};
+
+// Before the chained-launch wait (kTma): lane 0 of each warp readies its stage barriers and starts the TMA copy
+// of its first block's weight rows (weights never depend on the kernel before), counting that stage's
+// activation bytes too, which the first issue() copies after the wait. So the weights' DRAM latency passes
+// under the previous kernel, as the one-row lane kernel's first stage does (prefetch_weights_smem).
+// A no-op without kTma.
+template <class L, class F, bool kTma>
+__device__ __forceinline__ void prefetch_weights_tma(const CUtensorMap* tw, int warp, int my_blocks, int first_tile) {
+  if constexpr (!kTma) return;
+  if ((threadIdx.x & 31) == 0) {
+    if ((smem_addr(kq_mma_smem) & 1023) != 0) __trap();  // the swizzle's lines would not be the rows' halves
+    uint64_t* bars = L::bars(warp);
+#pragma unroll
+    for (int st = 0; st < 2; ++st) mbar_init(bars + st, 1);
+    mbar_init_fence();
+    if (my_blocks > 0 && first_tile >= 0) {
+      mbar_arrive_expect_tx(bars, L::kWBytes + L::kXBytes);
+      tma_load_2d(L::w_stage(warp, 0), tw, (warp * F::kBlockBytes) & ~15, first_tile * 16, bars);
+    }
+  }
+  __syncwarp();
+}
+
 // A unit of work is 16 output rows (a weight tile) times one group of 8 NT activation rows; unit u is tile
 // u / n_groups, group u % n_groups, so the groups of one tile run side by side and all but the first read
 // its bytes from L2. (One block taking every group of 64 rows held 32 accumulators and the operands of
@@ -87,35 +137,23 @@ __global__ void __launch_bounds__(kKqWarps * 32, NT >= 4 ? 1 : 2)
                   int64_t n_in, int rows, int n_groups, int n_units, float* __restrict__ out, int64_t out_stride,
                   int accumulate,
                   int tail_subs) {  // 32-element sub-blocks of a row's last block (8 if whole)
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int my_blocks = warp < n_blocks ? (n_blocks - warp + kKqWarps - 1) / kKqWarps : 0;
+  const int first_tile = static_cast<int>(blockIdx.x) < n_units ? static_cast<int>(blockIdx.x) / n_groups : -1;
+  prefetch_weights_tma<KqMmaSmem<F, NT, kStages, kXs, kTma>, F, kTma>(&tw, warp, my_blocks, first_tile);
   chain_in_late();
   static_assert(!kTma || kXs, "the TMA path stages the activations");
-  extern __shared__ __align__(1024) uint8_t smem[];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  constexpr int kStage = kStageBytes<F, NT, kXs>;
-  constexpr int kXBytes = 8 * NT * kq::kBlock;  // kTma: a stage's activation part
-  constexpr int kWBytes = 16 * F::kRowStride;   // kTma: its weight part
-  uint8_t* stages = smem + warp * (kStages * kStage);
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + kKqWarps * kStages * kStage) + warp * kStages;
-  auto* red = reinterpret_cast<float*>(smem + kKqWarps * kStages * kStage + (kTma ? kKqWarps * kStages * 8 : 0));
+  static_assert(!kTma || kStages == 2, "prefetch_weights_tma readies two stages");
+  using L = KqMmaSmem<F, NT, kStages, kXs, kTma>;
+  constexpr int kStage = L::kStage;
+  constexpr int kXBytes = L::kXBytes;
+  constexpr int kWBytes = L::kWBytes;
+  uint8_t* stages = kq_mma_smem + warp * (kStages * kStage);
+  uint64_t* bars = L::bars(warp);
+  float* red = L::red();
   // Stage s of this warp: its weight rows and its activation rows.
-  auto w_stage = [&](int st) -> uint8_t* {
-    if constexpr (kTma) return smem + kKqWarps * kStages * kXBytes + (warp * kStages + st) * kWBytes;
-    return stages + st * kStage;
-  };
-  auto x_stage = [&](int st) -> uint8_t* {
-    if constexpr (kTma) return smem + (warp * kStages + st) * kXBytes;
-    return stages + st * kStage + 16 * F::kRowStride;
-  };
-  if constexpr (kTma) {
-    if (lane == 0) {
-      if ((smem_addr(smem) & 1023) != 0) __trap();  // the swizzle's lines would not be the rows' halves
-#pragma unroll
-      for (int st = 0; st < kStages; ++st) mbar_init(bars + st, 1);
-      mbar_init_fence();
-    }
-    __syncwarp();
-  }
-  const int my_blocks = warp < n_blocks ? (n_blocks - warp + kKqWarps - 1) / kKqWarps : 0;
+  auto w_stage = [&](int st) -> uint8_t* { return L::w_stage(warp, st); };
+  auto x_stage = [&](int st) -> uint8_t* { return L::x_stage(warp, st); };
   // Rows past n_out re-read the last row of the matrix (their results are never written).
   auto row_ptr = [&](int tile, int r) {
     const int64_t o = static_cast<int64_t>(tile) * 16 + r;
@@ -154,11 +192,13 @@ __global__ void __launch_bounds__(kKqWarps * 32, NT >= 4 ? 1 : 2)
         if (lane == 0) {
           const int st = copy_n % kStages;
           const int b = warp + kKqWarps * copy_i;
-          fence_proxy_async_smem();  // the lanes' reads of this stage (ordered by the __syncwarp) come first
-          mbar_arrive_expect_tx(bars + st, kWBytes + kXBytes);
-          // A box's rows must start 16-byte aligned in global memory (Q6_K's 210-byte blocks do not): the
-          // box starts at the boundary at or below the block, which then sits (b * 210) & 15 bytes in.
-          tma_load_2d(w_stage(st), &tw, (b * F::kBlockBytes) & ~15, copy_tile * 16, bars + st);
+          if (copy_n > 0) {            // the first block's weights went out before the wait (prefetch_weights_tma)
+            fence_proxy_async_smem();  // the lanes' reads of this stage (ordered by the __syncwarp) come first
+            mbar_arrive_expect_tx(bars + st, kWBytes + kXBytes);
+            // A box's rows must start 16-byte aligned in global memory (Q6_K's 210-byte blocks do not): the
+            // box starts at the boundary at or below the block, which then sits (b * 210) & 15 bytes in.
+            tma_load_2d(w_stage(st), &tw, (b * F::kBlockBytes) & ~15, copy_tile * 16, bars + st);
+          }
           tma_load_3d(x_stage(st), &tx, 0, 2 * b, copy_first, bars + st);
         }
         ++copy_n;
