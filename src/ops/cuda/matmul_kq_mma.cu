@@ -105,6 +105,7 @@ __device__ __forceinline__ void prefetch_weights_tma(const CUtensorMap* tw, int 
 #pragma unroll
     for (int st = 0; st < 2; ++st) mbar_init(bars + st, 1);
     mbar_init_fence();
+    fence_proxy_async_smem();  // as before each later copy (the TMA guide's order after an mbarrier init)
     if (my_blocks > 0 && first_tile >= 0) {
       mbar_arrive_expect_tx(bars, L::kWBytes + L::kXBytes);
       tma_load_2d(L::w_stage(warp, 0), tw, (warp * F::kBlockBytes) & ~15, first_tile * 16, bars);
