@@ -12,7 +12,8 @@
 //                     activation codes through L1 instead of staging them; "q8narrow": the legacy dp4a decode
 //                     kernel keeps one output row per warp at 4-8 rows; "kqcp": the staged K-quant
 //                     kernel fills its stages with cp.async instead of Hopper's TMA copies (same bits);
-//                     "kqnt2": its calls of 17-64 rows take units of 16 activation rows instead of 32
+//                     "kqnt2": its calls of 17-64 rows take units of 16 activation rows instead of 32;
+//                     "kqearly": its calls of up to 16 rows let the next kernel launch right after their wait
 //   SAKER_CUDA_PDL    "0": CUDA kernels launch one after another instead of chained (programmatic dependent
 //                     launch, ops/cuda/chained_launch.cuh), to compare or to bisect a race
 //   SAKER_CUDA_UNFUSED "1": the CUDA decoder runs q/k norm + RoPE + KV write as three ops instead of one

@@ -39,6 +39,14 @@ __device__ __forceinline__ void chain_in_late() {
 #endif
 }
 
+// After chain_in_late(): lets the next chained kernel launch now (griddepcontrol.launch_dependents), for a
+// kernel that decides at run time to behave as chain_in() would have.
+__device__ __forceinline__ void chain_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // What a chained kernel may do before chain_in(): ask L2 for its weight bytes [p, p + bytes), so their DRAM
 // reads overlap the kernel it waits for. Called by every thread of the block, each asking for every
 // blockDim.x-th 128-byte line the range touches; a hint only (prefetch.global.L2): nothing waits for it and

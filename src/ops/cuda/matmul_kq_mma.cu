@@ -137,12 +137,14 @@ __global__ void __launch_bounds__(kKqWarps * 32, NT >= 4 ? 1 : 2)
                   const KxBlock* __restrict__ kx,  // [rows, n_blocks]
                   int64_t n_in, int rows, int n_groups, int n_units, float* __restrict__ out, int64_t out_stride,
                   int accumulate,
-                  int tail_subs) {  // 32-element sub-blocks of a row's last block (8 if whole)
+                  int tail_subs,  // 32-element sub-blocks of a row's last block (8 if whole)
+                  int release) {  // let the next chained kernel launch right after the wait (kq_release_early)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int my_blocks = warp < n_blocks ? (n_blocks - warp + kKqWarps - 1) / kKqWarps : 0;
   const int first_tile = static_cast<int>(blockIdx.x) < n_units ? static_cast<int>(blockIdx.x) / n_groups : -1;
   prefetch_weights_tma<KqMmaSmem<F, NT, kStages, kXs, kTma>, F, kTma>(&tw, warp, my_blocks, first_tile);
   chain_in_late();
+  if (release) chain_release();
   static_assert(!kTma || kXs, "the TMA path stages the activations");
   static_assert(!kTma || kStages == 2, "prefetch_weights_tma readies two stages");
   using L = KqMmaSmem<F, NT, kStages, kXs, kTma>;
@@ -390,6 +392,16 @@ bool kq_nt4() {
   return nt4;
 }
 
+// Whether calls of up to 16 rows let the next chained kernel launch as soon as they pass their wait, as the
+// other kernels do (SAKER_CUDA_MATMUL=kqearly, to measure), instead of as their blocks exit. Late was measured
+// for 64 rows, where the waiting blocks of the next kernel fit beside the one-block-an-SM kernel and slowed
+// it ~10% (chain_in_late); two blocks of units of 16 rows fill an H100 SM's registers, so nothing can wait
+// beside them, and launching early would only take the next launch's latency off the step. Same bits.
+bool kq_release_early() {
+  static const bool early = cuda_matmul_is("kqearly");
+  return early;
+}
+
 // Whether the staged K-quant kernel fills its stages with TMA copies (Hopper: lane 0 issues two copies a
 // stage, where cp.async took thirteen 16-byte copies a lane); SAKER_CUDA_MATMUL=kqcp keeps cp.async, to
 // compare. Same bits. H100, 8B Q4_K_M verify steps after 512 tokens: 8 rows 4.16 ms against 4.89, 16 rows
@@ -464,7 +476,7 @@ Status launch_kq_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx,
     launch_chained(kq_mma_kernel<F, NT, S, kXs, kTma>, static_cast<unsigned>(grid), kKqWarps * 32,
                    kSmemBytes<F, NT, S, kXs, kTma>, stream, tw, tx, wp, rb, w.n_out, n_blocks, xq, kx, w.n_in,
                    static_cast<int>(rows), n_groups, static_cast<int>(n_units), out, out_stride, accumulate ? 1 : 0,
-                   tail_subs);
+                   tail_subs, NT <= 2 && kq_release_early() ? 1 : 0);
     SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     return Status{};
   };
