@@ -134,7 +134,9 @@ struct A2Words {
   const uint32_t* base;
   uint32_t shift;
   __device__ __forceinline__ explicit A2Words(const uint8_t* p)
-      : base(reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3})),
+      // p minus its offset from a word, by pointer arithmetic: a pointer rebuilt from an integer loses its
+      // shared-memory space, and every read of it became a generic load (LD instead of LDS in the SASS).
+      : base(reinterpret_cast<const uint32_t*>(p - (reinterpret_cast<uintptr_t>(p) & 3))),
         shift(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 2) * 8) {}
   __device__ __forceinline__ uint32_t operator[](int k) const { return __funnelshift_r(base[k], base[k + 1], shift); }
 };
