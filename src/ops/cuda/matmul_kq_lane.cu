@@ -188,7 +188,9 @@ __device__ __forceinline__ float q6k_block_value(const uint8_t* blk, const uint8
   sx = __dp2a_lo(static_cast<int>(xc.z), static_cast<int>(sc3), sx);
   sx = __dp2a_hi(static_cast<int>(xc.w), static_cast<int>(sc3), sx);
   const int t = (t_raw - 32 * sx) << kq::kMaxShift;
-  const float dw = __half2float(__ushort_as_half(static_cast<unsigned short>(wd[52] & 0xFFFF)));
+  // d by a 2-byte read (blk is 2-byte aligned): a word read would reach up to 6 bytes past the slot, into a
+  // stage whose copies may still be in flight (harmless bits, but a race for a checker).
+  const float dw = __half2float(*reinterpret_cast<const __half*>(blk + 208));
   return kq::kq_value_sym(d8, dw, t);
 }
 
