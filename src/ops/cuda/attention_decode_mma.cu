@@ -147,6 +147,7 @@ __global__ void __launch_bounds__(kThreads, MT == 1 && D <= 128 ? 3 : 0) decode_
       // across its tiles. One cp.async group a tile (empty groups keep the count).
       int32_t copy_split = s_first, copy_k0 = 0, copy_ke = 0;
       attn_fixed_slice(pass_lo, pass_hi, a.split_keys, kKeys, copy_split, &copy_k0, &copy_ke);
+      const KvCursor cursor(a, seq, &tail);  // after the pass's rows (and tail) are gathered: the barrier above
       auto settle = [&]() {  // past the current slice's end: the next slice with keys, if any
         while (copy_k0 >= copy_ke && copy_split < s_end) {
           copy_split += gridDim.x;
@@ -158,7 +159,12 @@ __global__ void __launch_bounds__(kThreads, MT == 1 && D <= 128 ? 3 : 0) decode_
       auto issue = [&](int stage) {
         if (copy_split < s_end) {
           __half* st = kv + 2 * stage * G::kKv;
-          load_kv<D, kKeys, kThreads, KvRows<D>>(a, seq, g, copy_k0, pass_lo, copy_ke, st, st + G::kKv, &tail);
+          if (a.kv_cursor) {
+            load_kv_cursor<D, kKeys, kThreads, KvRows<D>>(a, cursor, g, copy_k0, pass_lo, copy_ke, st, st + G::kKv,
+                                                          &tail);
+          } else {
+            load_kv<D, kKeys, kThreads, KvRows<D>>(a, seq, g, copy_k0, pass_lo, copy_ke, st, st + G::kKv, &tail);
+          }
           copy_k0 += kKeys;
           settle();
         }

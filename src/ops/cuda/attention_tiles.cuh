@@ -207,6 +207,32 @@ struct MmaTile {
   static constexpr int kChunks = D / 8;  // 16-byte chunks per row
 };
 
+// What every K/V copy of a pass shares, looked up once a pass instead of once a 16-byte chunk: the pass
+// sequence's block table, the page size as a shift where it is a power of two, the first slot read through a
+// tree tail. The offsets equal attn_cache_row(.., pass_key_slot(tail, s), ..)'s.
+struct KvCursor {
+  const int32_t* table;
+  int32_t tail_start;
+  __device__ __forceinline__ KvCursor(const SplitAttentionArgs& a, int32_t seq, const PassTail* tail)
+      : table(a.packed + a.layout.block_tables + a.packed[a.layout.seq_table + seq]),
+        tail_start(tail == nullptr ? INT32_MAX : tail->start) {}
+  // Element offset of slot s's row of KV head g in the caches.
+  __device__ __forceinline__ int64_t row_offset(const SplitAttentionArgs& a, const PassTail* tail, int32_t s,
+                                                int32_t g, int d) const {
+    const int32_t ls = s < tail_start ? s : tail->slot[s - tail_start];
+    int32_t page, in_page;
+    if (a.block_shift >= 0) {
+      page = ls >> a.block_shift;
+      in_page = ls & (a.block_size - 1);
+    } else {
+      page = ls / a.block_size;
+      in_page = ls - page * a.block_size;
+    }
+    const int64_t row = static_cast<int64_t>(table[page]) * a.block_size + in_page;
+    return (row * a.n_head_kv + g) * d;
+  }
+};
+
 // Issues the cp.async copies of keys [k0, k0 + kKeys) (zero outside [klo, kend)) into one K/V buffer pair, row
 // j's chunk c at Rows::at(j, 8 * c) (PaddedRows: MmaTile's rows); NT threads. Key slots are logical (pass_key_slot)
 // where the pass has a tree tail.
@@ -222,6 +248,27 @@ __device__ __forceinline__ void load_kv(const SplitAttentionArgs& a, int32_t seq
         valid ? (attn_cache_row(a.packed, a.layout, seq, pass_key_slot(tail, s), a.block_size) * a.n_head_kv + g) * D +
                     chunk * 8
               : 0;
+    const int dst = Rows::at(j, chunk * 8);
+    cp_async16(ks + dst, a.k_cache + off, valid);
+    cp_async16(vs + dst, a.v_cache + off, valid);
+  }
+}
+
+// load_kv through a pass's KvCursor (the same copies to the same places).
+template <int D, int kKeys, int NT, class Rows = PaddedRows<D>>
+__device__ __forceinline__ void load_kv_cursor(const SplitAttentionArgs& a, const KvCursor& cur, int32_t g, int32_t k0,
+                                               int32_t klo, int32_t kend, __half* ks, __half* vs,
+                                               const PassTail* tail) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  constexpr int kRounds = (kKeys * kChunks + NT - 1) / NT;
+#pragma unroll
+  for (int i = 0; i < kRounds; ++i) {  // unrolled: a thread's page lookups are in flight together
+    const int c = threadIdx.x + i * NT;
+    if (kKeys * kChunks % NT != 0 && c >= kKeys * kChunks) break;
+    const int j = c / kChunks, chunk = c % kChunks;
+    const int32_t s = k0 + j;
+    const bool valid = s >= klo && s < kend;
+    const int64_t off = valid ? cur.row_offset(a, tail, s, g, D) + chunk * 8 : 0;
     const int dst = Rows::at(j, chunk * 8);
     cp_async16(ks + dst, a.k_cache + off, valid);
     cp_async16(vs + dst, a.v_cache + off, valid);
