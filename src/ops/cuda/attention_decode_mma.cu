@@ -159,12 +159,8 @@ __global__ void __launch_bounds__(kThreads, MT == 1 && D <= 128 ? 3 : 0) decode_
       auto issue = [&](int stage) {
         if (copy_split < s_end) {
           __half* st = kv + 2 * stage * G::kKv;
-          if (a.kv_cursor) {
-            load_kv_cursor<D, kKeys, kThreads, KvRows<D>>(a, cursor, g, copy_k0, pass_lo, copy_ke, st, st + G::kKv,
-                                                          &tail);
-          } else {
-            load_kv<D, kKeys, kThreads, KvRows<D>>(a, seq, g, copy_k0, pass_lo, copy_ke, st, st + G::kKv, &tail);
-          }
+          load_kv_cursor<D, kKeys, kThreads, KvRows<D>>(a, cursor, g, copy_k0, pass_lo, copy_ke, st, st + G::kKv,
+                                                        &tail);
           copy_k0 += kKeys;
           settle();
         }

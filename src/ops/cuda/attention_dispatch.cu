@@ -261,7 +261,6 @@ Status attention(const float* q, int64_t q_stride, const __half* k_cache, const 
   a.block_shift = batch.block_size > 0 && (batch.block_size & (batch.block_size - 1)) == 0
                       ? __builtin_ctz(static_cast<unsigned>(batch.block_size))
                       : -1;
-  a.kv_cursor = auto_allows("lookup");  // SAKER_CUDA_ATTENTION=lookup: every copy looks its page up in full
   a.n_head = launch.n_head;
   a.n_head_kv = launch.n_head_kv;
   a.head_dim = launch.head_dim;

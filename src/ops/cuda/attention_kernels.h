@@ -23,7 +23,6 @@ struct SplitAttentionArgs {
   PackedAttentionLayout layout;
   int32_t block_size = 0;
   int32_t block_shift = -1;          // log2(block_size) when it is a power of two, else -1
-  bool kv_cursor = true;             // decode_mma: page lookups through a per-pass KvCursor (false: attn_cache_row)
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0, group = 0;
   int32_t rows_per_tile = 0;         // query tokens per block (rows_per_tile * group <= max_queries(head_dim))
   float scale = 0.0f, soft_cap = 0.0f;
