@@ -1,11 +1,33 @@
 #include "core/env.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
 namespace saker {
+
+unsigned parse_cuda_skip(const std::string& list, std::string& unknown) {
+  static constexpr struct {
+    const char* name;
+    unsigned bit;
+  } kClasses[] = {{"norm", kSkipNorm},   {"qknorm", kSkipQkNorm}, {"attention", kSkipAttention},
+                  {"gated", kSkipGated}, {"matmul", kSkipMatmul}, {"add", kSkipAdd}};
+  unsigned bits = 0;
+  size_t b = 0;
+  while (b <= list.size()) {
+    const size_t e = std::min(list.find(',', b), list.size());
+    const std::string item = list.substr(b, e - b);
+    bool known = false;
+    for (const auto& c : kClasses) {
+      if (item == c.name) bits |= c.bit, known = true;
+    }
+    if (!known && !item.empty()) unknown += (unknown.empty() ? "" : ",") + item;
+    b = e + 1;
+  }
+  return bits;
+}
 
 const DebugEnv& debug_env() {
   static const DebugEnv env = [] {
@@ -20,6 +42,7 @@ const DebugEnv& debug_env() {
     e.cuda_pdl = std::getenv("SAKER_CUDA_PDL");
     if (const char* u = std::getenv("SAKER_CUDA_UNFUSED")) e.cuda_unfused = std::string(u) == "1";
     if (const char* n = std::getenv("SAKER_NUM_THREADS")) e.num_threads = std::atoi(n);
+    if (const char* k = std::getenv("SAKER_CUDA_SKIP")) e.cuda_skip = parse_cuda_skip(k, e.cuda_skip_unknown);
     return e;
   }();
   return env;

@@ -17,6 +17,10 @@
 //   SAKER_CUDA_PDL    "0": CUDA kernels launch one after another instead of chained (programmatic dependent
 //                     launch, ops/cuda/chained_launch.cuh), to compare or to bisect a race
 //   SAKER_CUDA_UNFUSED "1": the CUDA decoder runs q/k norm + RoPE + KV write as three ops instead of one
+//   SAKER_CUDA_SKIP   comma-separated op classes the CUDA backend leaves out of every step: "norm", "qknorm"
+//                     (q/k norm + RoPE + K/V write), "attention", "gated" (SwiGLU / GeGLU), "matmul", "add".
+//                     For timing only: what a step costs without them, so what fusing them away could buy at
+//                     most. The outputs are meaningless (a warning says so).
 //   SAKER_CACHE_DIR   folder `saker pull` keeps models in (default $XDG_CACHE_HOME/saker or ~/.cache/saker)
 //   SAKER_PYTHON      the Python interpreter whose pip `saker pull` runs (default python3)
 //   SAKER_CUDA_ATTENTION comma-separated: "grid": automatic CUDA attention splits the keys to fill the GPU
@@ -42,9 +46,24 @@ struct DebugEnv {
   const char* cuda_attention = nullptr;
   const char* cuda_pdl = nullptr;
   bool cuda_unfused = false;
+  unsigned cuda_skip = 0;        // CudaSkip bits
+  std::string cuda_skip_unknown;  // SAKER_CUDA_SKIP's names that are no class
+};
+
+// The op classes SAKER_CUDA_SKIP names.
+enum CudaSkip : unsigned {
+  kSkipNorm = 1u << 0,
+  kSkipQkNorm = 1u << 1,
+  kSkipAttention = 1u << 2,
+  kSkipGated = 1u << 3,
+  kSkipMatmul = 1u << 4,
+  kSkipAdd = 1u << 5,
 };
 
 const DebugEnv& debug_env();
+
+// SAKER_CUDA_SKIP's list as CudaSkip bits; names that are no class are appended to `unknown`, comma-separated.
+unsigned parse_cuda_skip(const std::string& list, std::string& unknown);
 
 // Whether SAKER_CUDA_MATMUL is exactly `value` (each comparison path's switch; callers keep the answer).
 bool cuda_matmul_is(const char* value);

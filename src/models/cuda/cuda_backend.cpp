@@ -49,6 +49,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const OpsOptions& optio
   // Ask once, outside graph capture, whether kernels launch chained on this device.
   const bool chained = cuda::chained_launches_enabled();
   SAKER_LOG_DEBUG("cuda device {}: chained kernel launches {}", device, chained ? "on" : "off");
+  const DebugEnv& env = debug_env();
+  if (!env.cuda_skip_unknown.empty()) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "SAKER_CUDA_SKIP: unknown op class '{}' (norm, qknorm, attention, gated, matmul, add)",
+                      env.cuda_skip_unknown);
+  }
+  if (env.cuda_skip != 0) {
+    SAKER_LOG_WARN("SAKER_CUDA_SKIP is set: the CUDA backend leaves op classes out of every step; outputs are "
+                   "meaningless (for timing only)");
+  }
   return b;
 }
 
@@ -627,11 +637,16 @@ Status CudaBackend::embedding(const PreparedMatrix& table, float scale, const Ac
   return cuda::embedding(m.parts[0], cur_.tokens, out.rows, scale, out.data, stream_);
 }
 
+// SAKER_CUDA_SKIP (core/env.h): whether this op class is left out of every step, to time a step without it.
+static bool skipped(CudaSkip op) { return (debug_env().cuda_skip & op) != 0; }
+
 Status CudaBackend::rms_norm(const Act& x, const PreparedVector& w, float eps, const Act& out) {
+  if (skipped(kSkipNorm)) return {};
   return cuda::rms_norm(x.data, static_cast<const Vector&>(w).data, out.data, x.rows, x.cols, eps, false, stream_);
 }
 
 Status CudaBackend::matmul(const PreparedMatrix& w, const Act& x, const Act& out, bool accumulate) {
+  if (skipped(kSkipMatmul)) return {};
   const auto& m = static_cast<const Matrix&>(w);
   for (size_t i = 0; i < m.parts.size(); ++i) {  // accumulate: the residual add in the epilogue
     SAKER_RETURN_IF_ERROR(
@@ -656,6 +671,7 @@ bool CudaBackend::input_fusable(const PreparedMatrix& w, const Act& in) {
 }
 
 Status CudaBackend::matmul_quantized(const PreparedMatrix& w, const Act& in, const Act& out, bool accumulate) {
+  if (skipped(kSkipMatmul)) return {};
   const auto& m = static_cast<const Matrix&>(w);
   for (size_t i = 0; i < m.parts.size(); ++i) {
     SAKER_RETURN_IF_ERROR(cuda::matmul(*matmul_, m.parts[i], in.data, in.rows, out.data + m.column[i], out.stride,
@@ -667,20 +683,24 @@ Status CudaBackend::matmul_quantized(const PreparedMatrix& w, const Act& in, con
 Status CudaBackend::norm_matmul(const Act& x, const PreparedVector& norm, float eps, const Act& normed,
                                 const PreparedMatrix& w, const Act& out, bool accumulate) {
   if (!input_fusable(w, normed)) return OpBackend::norm_matmul(x, norm, eps, normed, w, out, accumulate);
-  SAKER_RETURN_IF_ERROR(cuda::rms_norm_quantized(*matmul_, x.data, static_cast<const Vector&>(norm).data, normed.data,
-                                                 x.rows, x.cols, eps, stream_));
+  if (!skipped(kSkipNorm)) {
+    SAKER_RETURN_IF_ERROR(cuda::rms_norm_quantized(*matmul_, x.data, static_cast<const Vector&>(norm).data,
+                                                   normed.data, x.rows, x.cols, eps, stream_));
+  }
   return matmul_quantized(w, normed, out, accumulate);
 }
 
 int64_t CudaBackend::invariant_rows() const { return matmul_ ? matmul_->max_kernel_rows() : 0; }
 
 Status CudaBackend::add(const Act& a, const Act& b, const Act& out) {
+  if (skipped(kSkipAdd)) return {};
   return cuda::add_f32(a.data, b.data, out.data, out.rows * out.cols, stream_);
 }
 
 Status CudaBackend::qk_norm_rope_kv_write(const Act& qkv, const PreparedVector* qkv_bias, const AttentionSpec& a,
                                           const PreparedVector* q_norm, const PreparedVector* k_norm, float eps,
                                           const RopeSpec& spec, int layer) {
+  if (skipped(kSkipQkNorm)) return {};
   const int32_t* positions = cur_.batch.data + cur_.batch.layout.token_pos;
   cuda::RopeConfig rope;
   rope.neox = spec.style == ref::RopeStyle::kNeox;
@@ -714,6 +734,7 @@ Status CudaBackend::attention(const Act& q, int layer, const AttentionSpec& a, c
 
 Status CudaBackend::run_attention(const Act& q, int layer, const AttentionSpec& a, const Act& out,
                                   cuda::MatmulContext* quant) {
+  if (skipped(kSkipAttention)) return {};
   cuda::AttentionLaunch launch = cur_.launch;
   launch.scale = a.scale;
   launch.soft_cap = a.soft_cap;
@@ -730,10 +751,12 @@ Status CudaBackend::attention_matmul(const Act& q, int layer, const AttentionSpe
 }
 
 Status CudaBackend::swiglu(const Act& gate, const Act& up, const Act& out) {
+  if (skipped(kSkipGated)) return {};
   return cuda::swiglu(gate.data, up.data, gate.stride, out.data, gate.rows, gate.cols, stream_);
 }
 
 Status CudaBackend::geglu_tanh(const Act& gate, const Act& up, const Act& out) {
+  if (skipped(kSkipGated)) return {};
   return cuda::geglu_tanh(gate.data, up.data, gate.stride, out.data, gate.rows, gate.cols, stream_);
 }
 
@@ -743,8 +766,10 @@ Status CudaBackend::gated_matmul(GatedAct kind, const Act& gate, const Act& up, 
     return OpBackend::gated_matmul(kind, gate, up, act, w, out, accumulate);
   }
   const cuda::GatedKind k = kind == GatedAct::kSilu ? cuda::GatedKind::kSilu : cuda::GatedKind::kGeluTanh;
-  SAKER_RETURN_IF_ERROR(
-      cuda::gated_quantized(*matmul_, k, gate.data, up.data, gate.stride, act.data, gate.rows, gate.cols, stream_));
+  if (!skipped(kSkipGated)) {
+    SAKER_RETURN_IF_ERROR(
+        cuda::gated_quantized(*matmul_, k, gate.data, up.data, gate.stride, act.data, gate.rows, gate.cols, stream_));
+  }
   return matmul_quantized(w, act, out, accumulate);
 }
 
