@@ -8,19 +8,28 @@
 
 namespace saker {
 
+namespace {
+constexpr struct {
+  const char* name;
+  unsigned bit;
+} kSkipClasses[] = {{"norm", kSkipNorm},   {"qknorm", kSkipQkNorm}, {"attention", kSkipAttention},
+                    {"gated", kSkipGated}, {"matmul", kSkipMatmul}, {"add", kSkipAdd}};
+}  // namespace
+
+std::string cuda_skip_classes() {
+  std::string out;
+  for (const auto& c : kSkipClasses) out += (out.empty() ? "" : ", ") + std::string(c.name);
+  return out;
+}
+
 unsigned parse_cuda_skip(const std::string& list, std::string& unknown) {
-  static constexpr struct {
-    const char* name;
-    unsigned bit;
-  } kClasses[] = {{"norm", kSkipNorm},   {"qknorm", kSkipQkNorm}, {"attention", kSkipAttention},
-                  {"gated", kSkipGated}, {"matmul", kSkipMatmul}, {"add", kSkipAdd}};
   unsigned bits = 0;
   size_t b = 0;
   while (b <= list.size()) {
     const size_t e = std::min(list.find(',', b), list.size());
     const std::string item = list.substr(b, e - b);
     bool known = false;
-    for (const auto& c : kClasses) {
+    for (const auto& c : kSkipClasses) {
       if (item == c.name) bits |= c.bit, known = true;
     }
     if (!known && !item.empty()) unknown += (unknown.empty() ? "" : ",") + item;

@@ -65,6 +65,9 @@ const DebugEnv& debug_env();
 // SAKER_CUDA_SKIP's list as CudaSkip bits; names that are no class are appended to `unknown`, comma-separated.
 unsigned parse_cuda_skip(const std::string& list, std::string& unknown);
 
+// The names SAKER_CUDA_SKIP knows, comma-separated (for error messages).
+std::string cuda_skip_classes();
+
 // Whether SAKER_CUDA_MATMUL is exactly `value` (each comparison path's switch; callers keep the answer).
 bool cuda_matmul_is(const char* value);
 

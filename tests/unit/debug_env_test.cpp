@@ -17,6 +17,13 @@ TEST(DebugEnv, CudaSkipNamesTheirClasses) {
   EXPECT_EQ(unknown, "");
 }
 
+TEST(DebugEnv, CudaSkipListsItsClasses) {
+  EXPECT_EQ(cuda_skip_classes(), "norm, qknorm, attention, gated, matmul, add");
+  std::string unknown;
+  EXPECT_EQ(parse_cuda_skip("norm,qknorm,attention,gated,matmul,add", unknown),
+            kSkipNorm | kSkipQkNorm | kSkipAttention | kSkipGated | kSkipMatmul | kSkipAdd);
+}
+
 TEST(DebugEnv, CudaSkipReportsUnknownNames) {
   std::string unknown;
   EXPECT_EQ(parse_cuda_skip("norm,nrom,,matmul", unknown), kSkipNorm | kSkipMatmul);

@@ -46,9 +46,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const OpsOptions& optio
   SAKER_LOG_DEBUG("cuda device {}: chained kernel launches {}", device, chained ? "on" : "off");
   const DebugEnv& env = debug_env();
   if (!env.cuda_skip_unknown.empty()) {
-    return make_error(StatusCode::kInvalidArgument,
-                      "SAKER_CUDA_SKIP: unknown op class '{}' (norm, qknorm, attention, gated, matmul, add)",
-                      env.cuda_skip_unknown);
+    return make_error(StatusCode::kInvalidArgument, "SAKER_CUDA_SKIP: unknown op class '{}' ({})",
+                      env.cuda_skip_unknown, cuda_skip_classes());
   }
   if (env.cuda_skip != 0) {
     SAKER_LOG_WARN("SAKER_CUDA_SKIP is set: the CUDA backend leaves op classes out of every step; outputs are "
