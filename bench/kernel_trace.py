@@ -9,7 +9,8 @@ early (their blocks wait on the GPU), so a kernel's duration alone says little.
     python3 bench/kernel_trace.py trace.csv [--graph ID] [--skip N] [--layer K] [--json OUT]
 
 Takes the graph with the most launches (the steady decode step) unless --graph names one, drops its first
---skip launches (default 1: its upload), and prints, medians over the launches: the step, then each kernel
+--skip launches (default 1: its upload), and prints, medians over the launches: the step and the time between
+launches (the host's turn), then each kernel
 name's count a step and what it adds (sum of end-to-end increments, and of those the gaps), then the first
 --layer kernels of a step one by one (default 0: not printed).
 """
@@ -92,6 +93,9 @@ def summarise(records, graph=None, skip=1, layer=0):
     n = Counter(len(ks) for ks in launches).most_common(1)[0][0]
     launches = [ks for ks in launches if len(ks) == n]  # steps of the usual shape only
     steps_us = [(ks[-1]["end"] - ks[0]["start"]) / 1e3 for ks in launches]
+    # Between one launch's last end and the next one's first start: the host's turn (outputs copied back, the
+    # next step prepared and launched), when the launches follow each other.
+    between = [(b[0]["start"] - a[-1]["end"]) / 1e3 for a, b in zip(launches, launches[1:])]
     per_name = defaultdict(lambda: {"count": 0, "added": [], "gap": []})
     configs = defaultdict(set)
     for ks in launches:
@@ -119,6 +123,7 @@ def summarise(records, graph=None, skip=1, layer=0):
                       "added_us": statistics.median(a for a, _ in inc) / 1e3,
                       "gap_us": statistics.median(g for _, g in inc) / 1e3, "smem_config": k["smem_config"]})
     return {"graph": graph, "launches": len(launches), "kernels_a_step": n, "step_us": statistics.median(steps_us),
+            "between_us": statistics.median(between) if between else None,
             "by_name": names, "first": first}
 
 
@@ -128,6 +133,8 @@ def print_summary(s, out=sys.stdout):
         return
     print("graph %d: %d launches of %d kernels, step %.1f us (median)" %
           (s["graph"], s["launches"], s["kernels_a_step"], s["step_us"]), file=out)
+    if s.get("between_us") is not None:
+        print("between launches (the host's turn): %.1f us (median)" % s["between_us"], file=out)
     print("| kernel | a step | adds us | of it gaps us | share | smem configs |", file=out)
     print("|---|---:|---:|---:|---:|---|", file=out)
     for v in s["by_name"]:

@@ -61,6 +61,7 @@ def test_increments_and_gaps(tmp_path):
     assert by["kq_lane_kernel<LaneQ4K, 16, 8, 2>"]["gap_us"] == 0.0
     assert by["kq_lane_kernel<LaneQ4K, 16, 8, 2>"]["smem_configs"] == [233472]
     assert s["step_us"] == 9.0
+    assert s["between_us"] == 990.75  # launches 1 ms apart: 991 after a 9 us one, 990.5 after the 9.5 us one
     assert [v["name"] for v in s["first"]] == ["rms_norm_kernel<256>", "kq_lane_kernel<LaneQ4K, 16, 8, 2>"]
     assert s["first"][1]["grid"] == 264
 
