@@ -7,6 +7,7 @@ ended: launch latency) and its own time after the later of the two. Start times 
 early (their blocks wait on the GPU), so a kernel's duration alone says little.
 
     python3 bench/kernel_trace.py trace.csv [--graph ID] [--skip N] [--layer K] [--json OUT]
+    python3 bench/kernel_trace.py cand.csv --against base.csv      # kernel by kernel name, both and the change
 
 Takes the graph with the most launches (the steady decode step) unless --graph names one, drops its first
 --skip launches (default 1: its upload), and prints, medians over the launches: the step and the time between
@@ -149,6 +150,26 @@ def print_summary(s, out=sys.stdout):
                                                              v["added_us"], v["gap_us"], v["smem_config"]), file=out)
 
 
+def print_against(s, base, out=sys.stdout):
+    """Each kernel name's added time in `base` and in `s` (the candidate), and the step's."""
+    if not s.get("launches") or not base.get("launches"):
+        print("kernel_trace: no graph launch in one of the traces", file=out)
+        return
+    b = {v["name"]: v for v in base["by_name"]}
+    c = {v["name"]: v for v in s["by_name"]}
+    print("| kernel | base a step | base us | cand a step | cand us | change us |", file=out)
+    print("|---|---:|---:|---:|---:|---:|", file=out)
+    print("| (step) | %d | %.1f | %d | %.1f | %+.1f |" % (base["kernels_a_step"], base["step_us"], s["kernels_a_step"],
+                                                    s["step_us"], s["step_us"] - base["step_us"]), file=out)
+    names = sorted(set(b) | set(c), key=lambda n: -max(b.get(n, {}).get("added_us", 0), c.get(n, {}).get("added_us", 0)))
+    for n in names:
+        bv, cv = b.get(n), c.get(n)
+        print("| %s | %s | %s | %s | %s | %+.1f |" % (
+            n, bv["per_step"] if bv else "-", "%.1f" % bv["added_us"] if bv else "-", cv["per_step"] if cv else "-",
+            "%.1f" % cv["added_us"] if cv else "-",
+            (cv["added_us"] if cv else 0.0) - (bv["added_us"] if bv else 0.0)), file=out)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("trace")
@@ -156,9 +177,13 @@ def main(argv=None):
     p.add_argument("--skip", type=int, default=1, help="first launches of the graph to leave out")
     p.add_argument("--layer", type=int, default=0, help="print the first K kernels of a step one by one")
     p.add_argument("--json", default=None, help="also write the summary here")
+    p.add_argument("--against", default=None, help="a base trace: print both by kernel name and the change")
     a = p.parse_args(argv)
     s = summarise(read_records(a.trace), a.graph, a.skip, a.layer)
-    print_summary(s)
+    if a.against:
+        print_against(s, summarise(read_records(a.against), None, a.skip, 0))
+    else:
+        print_summary(s)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(s, f, indent=1)

@@ -100,3 +100,15 @@ def test_no_graph(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), str(path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "no graph launch" in proc.stdout
+
+
+def test_against(tmp_path):
+    base, cand = tmp_path / "base.csv", tmp_path / "cand.csv"
+    write_trace(base, [step()] * 3)
+    write_trace(cand, [step(matmul_end=8000)] * 3)  # the matmul 1 us shorter
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(cand), "--against", str(base)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "| (step) | 2 | 9.0 | 2 | 8.0 | -1.0 |" in proc.stdout
+    assert "| kq_lane_kernel<LaneQ4K, 16, 8, 2> | 1 | 7.0 | 1 | 6.0 | -1.0 |" in proc.stdout
+    assert "| rms_norm_kernel<256> | 1 | 2.0 | 1 | 2.0 | +0.0 |" in proc.stdout
