@@ -12,8 +12,9 @@ early (their blocks wait on the GPU), so a kernel's duration alone says little.
 Takes the graph with the most launches (the steady decode step) unless --graph names one, drops its first
 --skip launches (default 1: its upload), and prints, medians over the launches: the step and the time between
 launches (the host's turn), then each kernel
-name's count a step and what it adds (sum of end-to-end increments, and of those the gaps), then the first
---layer kernels of a step one by one (default 0: not printed).
+name's count a step and what it adds (sum of end-to-end increments, and of those the gaps), then a layer's
+kernels one by one (the repeating run of kernel names found in the step: each slot's median over the layers),
+then the first --layer kernels of a step one by one (default 0: not printed).
 """
 import argparse
 import csv
@@ -86,6 +87,48 @@ def increments(launch):
     return out
 
 
+def layer_period(names, lo=2, hi=64):
+    """(period, offset, layers) of the repeating run of kernel names (a model's layers), or None: the period whose
+    longest run of names[i] == names[i + period] covers the most kernels, at least two layers of it."""
+    best = None
+    for p in range(lo, min(hi, len(names) // 2) + 1):
+        i, run_start, longest = 0, 0, (0, 0)
+        while i + p < len(names):
+            if names[i] != names[i + p]:
+                run_start = i + 1
+            elif i + 1 - run_start > longest[1]:
+                longest = (run_start, i + 1 - run_start)
+            i += 1
+        start, length = longest
+        layers = (length + p) // p  # a run of length L covers L + p kernels
+        if layers >= 2 and (best is None or layers * p > best[2] * best[0]):
+            best = (p, start, layers)
+    return best
+
+
+def layer_slots(launches):
+    """A layer's kernels one by one, each with its median added time over the layers and launches."""
+    found = layer_period([k["name"] for k in launches[-1]])
+    if found is None:
+        return None
+    p, offset, layers = found
+    added = defaultdict(list)
+    gaps = defaultdict(list)
+    for ks in launches:
+        inc = increments(ks)
+        for layer in range(layers):
+            for slot in range(p):
+                a, g = inc[offset + layer * p + slot]
+                added[slot].append(a / 1e3)
+                gaps[slot].append(g / 1e3)
+    ref = launches[-1]
+    slots = [{"slot": slot, "name": ref[offset + slot]["name"], "grid": ref[offset + slot]["grid"],
+              "added_us": statistics.median(added[slot]), "gap_us": statistics.median(gaps[slot])}
+             for slot in range(p)]
+    return {"period": p, "offset": offset, "layers": layers, "slots": slots,
+            "layer_us": sum(v["added_us"] for v in slots)}
+
+
 def summarise(records, graph=None, skip=1, layer=0):
     graph, launches = launches_of(records, graph)
     launches = launches[skip:] if len(launches) > skip else launches
@@ -125,7 +168,7 @@ def summarise(records, graph=None, skip=1, layer=0):
                       "gap_us": statistics.median(g for _, g in inc) / 1e3, "smem_config": k["smem_config"]})
     return {"graph": graph, "launches": len(launches), "kernels_a_step": n, "step_us": statistics.median(steps_us),
             "between_us": statistics.median(between) if between else None,
-            "by_name": names, "first": first}
+            "by_name": names, "first": first, "layer": layer_slots(launches)}
 
 
 def print_summary(s, out=sys.stdout):
@@ -142,6 +185,15 @@ def print_summary(s, out=sys.stdout):
         print("| %s | %d | %.1f | %.1f | %.1f%% | %s |" % (v["name"], v["per_step"], v["added_us"], v["gap_us"],
                                                           100.0 * v["added_us"] / s["step_us"],
                                                           " ".join(str(c) for c in v["smem_configs"])), file=out)
+    lay = s.get("layer")
+    if lay:
+        print("a layer: %d kernels from kernel %d, %d layers, %.1f us a layer (medians of each kernel's adds)" %
+              (lay["period"], lay["offset"], lay["layers"], lay["layer_us"]), file=out)
+        print("| slot | kernel | grid | adds us | gap us |", file=out)
+        print("|---:|---|---:|---:|---:|", file=out)
+        for v in lay["slots"]:
+            print("| %d | %s | %d | %.2f | %.2f |" % (v["slot"], v["name"], v["grid"], v["added_us"], v["gap_us"]),
+                  file=out)
     if s["first"]:
         print("| # | kernel | grid x block | adds us | gap us | smem config |", file=out)
         print("|---:|---|---|---:|---:|---:|", file=out)

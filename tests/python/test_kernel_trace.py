@@ -112,3 +112,30 @@ def test_against(tmp_path):
     assert "| (step) | 2 | 9.0 | 2 | 8.0 | -1.0 |" in proc.stdout
     assert "| kq_lane_kernel<LaneQ4K, 16, 8, 2> | 1 | 7.0 | 1 | 6.0 | -1.0 |" in proc.stdout
     assert "| rms_norm_kernel<256> | 1 | 2.0 | 1 | 2.0 | +0.0 |" in proc.stdout
+
+
+def test_layer_period():
+    names = ["embed"] + ["norm", "mm", "attn", "mm"] * 5 + ["norm", "head"]
+    assert kernel_trace.layer_period(names) == (4, 1, 5)
+    assert kernel_trace.layer_period(["a", "b", "c"]) is None
+
+
+def test_layer_slots(tmp_path):
+    path = tmp_path / "t.csv"
+    # An embedding, three layers of (norm 1 us, matmul 3 us), a head of 5 us; the second layer's matmul 5 us.
+    def launch(slow):
+        ks, t = [("embed", 0, 500)], 500
+        for layer in range(3):
+            ks.append((NORM, t, t + 1000))
+            mm = 5000 if slow and layer == 1 else 3000
+            ks.append((MATMUL, t + 500, t + 1000 + mm))
+            t += 1000 + mm
+        ks.append(("void head(int)", t, t + 5000))
+        return ks
+    write_trace(path, [launch(False), launch(True), launch(True), launch(True)])
+    s = kernel_trace.summarise(kernel_trace.read_records(path), skip=1)
+    lay = s["layer"]
+    assert (lay["period"], lay["offset"], lay["layers"]) == (2, 1, 3)
+    assert [v["name"] for v in lay["slots"]] == ["rms_norm_kernel<256>", "kq_lane_kernel<LaneQ4K, 16, 8, 2>"]
+    assert [v["added_us"] for v in lay["slots"]] == [1.0, 3.0]  # medians over 3 launches x 3 layers
+    assert lay["layer_us"] == 4.0
