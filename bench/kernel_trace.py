@@ -87,6 +87,13 @@ def increments(launch):
     return out
 
 
+def position_medians(incs, positions):
+    """(added us, gap us): the medians, over the launches' increments `incs`, of the kernels at `positions`."""
+    added = [inc[i][0] / 1e3 for inc in incs for i in positions]
+    gaps = [inc[i][1] / 1e3 for inc in incs for i in positions]
+    return statistics.median(added), statistics.median(gaps)
+
+
 def layer_period(names, lo=2, hi=64):
     """(period, offset, layers) of the repeating run of kernel names (a model's layers), or None: the period whose
     longest run of names[i] == names[i + period] covers the most kernels, at least two layers of it."""
@@ -106,25 +113,19 @@ def layer_period(names, lo=2, hi=64):
     return best
 
 
-def layer_slots(launches):
-    """A layer's kernels one by one, each with its median added time over the layers and launches."""
+def layer_slots(launches, incs):
+    """A layer's kernels one by one, each with its median added time over the layers and launches (incs: each
+    launch's increments)."""
     found = layer_period([k["name"] for k in launches[-1]])
     if found is None:
         return None
     p, offset, layers = found
-    added = defaultdict(list)
-    gaps = defaultdict(list)
-    for ks in launches:
-        inc = increments(ks)
-        for layer in range(layers):
-            for slot in range(p):
-                a, g = inc[offset + layer * p + slot]
-                added[slot].append(a / 1e3)
-                gaps[slot].append(g / 1e3)
     ref = launches[-1]
-    slots = [{"slot": slot, "name": ref[offset + slot]["name"], "grid": ref[offset + slot]["grid"],
-              "added_us": statistics.median(added[slot]), "gap_us": statistics.median(gaps[slot])}
-             for slot in range(p)]
+    slots = []
+    for slot in range(p):
+        added, gap = position_medians(incs, [offset + layer * p + slot for layer in range(layers)])
+        slots.append({"slot": slot, "name": ref[offset + slot]["name"], "grid": ref[offset + slot]["grid"],
+                      "added_us": added, "gap_us": gap})
     return {"period": p, "offset": offset, "layers": layers, "slots": slots,
             "layer_us": sum(v["added_us"] for v in slots)}
 
@@ -140,11 +141,12 @@ def summarise(records, graph=None, skip=1, layer=0):
     # Between one launch's last end and the next one's first start: the host's turn (outputs copied back, the
     # next step prepared and launched), when the launches follow each other.
     between = [(b[0]["start"] - a[-1]["end"]) / 1e3 for a, b in zip(launches, launches[1:])]
+    incs = [increments(ks) for ks in launches]
     per_name = defaultdict(lambda: {"count": 0, "added": [], "gap": []})
     configs = defaultdict(set)
-    for ks in launches:
+    for ks, inc in zip(launches, incs):
         sums = defaultdict(lambda: [0, 0, 0])
-        for k, (added, gap) in zip(ks, increments(ks)):
+        for k, (added, gap) in zip(ks, inc):
             s = sums[k["name"]]
             s[0] += 1
             s[1] += added
@@ -161,14 +163,13 @@ def summarise(records, graph=None, skip=1, layer=0):
     names.sort(key=lambda v: -v["added_us"])
     first = []
     for i in range(min(layer, n)):
-        inc = [increments(ks)[i] for ks in launches]
+        added, gap = position_medians(incs, [i])
         k = launches[-1][i]
-        first.append({"i": i, "name": k["name"], "grid": k["grid"], "block": k["block"],
-                      "added_us": statistics.median(a for a, _ in inc) / 1e3,
-                      "gap_us": statistics.median(g for _, g in inc) / 1e3, "smem_config": k["smem_config"]})
+        first.append({"i": i, "name": k["name"], "grid": k["grid"], "block": k["block"], "added_us": added,
+                      "gap_us": gap, "smem_config": k["smem_config"]})
     return {"graph": graph, "launches": len(launches), "kernels_a_step": n, "step_us": statistics.median(steps_us),
             "between_us": statistics.median(between) if between else None,
-            "by_name": names, "first": first, "layer": layer_slots(launches)}
+            "by_name": names, "first": first, "layer": layer_slots(launches, incs)}
 
 
 def print_summary(s, out=sys.stdout):
