@@ -116,6 +116,11 @@ Status launch_kq_mma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock*
                      int64_t out_stride, bool accumulate, cudaStream_t stream);
 Status launch_kq_dp4a(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
                       int64_t out_stride, bool accumulate, cudaStream_t stream);
+// Q4_K / Q5_K at 2-64 rows on warpgroup MMA (matmul_kq_wgmma.cu), where SAKER_CUDA_MATMUL=kqwg* selects it;
+// kUnsupported for other calls and devices.
+bool kq_wgmma_selected();
+Status launch_kq_wgmma(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, int64_t rows, float* out,
+                       int64_t out_stride, bool accumulate, cudaStream_t stream);
 // One activation row on Q4_K / Q6_K weights, a lane a weight block (matmul_kq_lane.cu), where kq_lane_takes says so.
 bool kq_lane_takes(const DeviceMatrix& w, int64_t rows);
 Status launch_kq_lane(const DeviceMatrix& w, const int8_t* xq, const kq::KxBlock* kx, float* out, bool accumulate,

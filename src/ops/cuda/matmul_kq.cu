@@ -1,7 +1,8 @@
 // The width-invariant K-quant matmul's entry: x quantised once per call (kq_canon.h's activation blocks),
 // then the dp4a kernel for the narrowest calls (one warp streams one weight row: the fastest at decode) or
 // the tensor-core kernel beyond. Both compute the canonical order, so which one ran never shows in the bits.
-// SAKER_CUDA_MATMUL=kqmma sends every row count to the tensor-core kernel (to measure the split).
+// SAKER_CUDA_MATMUL=kqmma sends every row count to the tensor-core kernel (to measure the split); kqwg* sends
+// Q4_K / Q5_K calls of 2-64 rows to the warpgroup-MMA kernel (matmul_kq_wgmma.cu).
 #include <cuda_runtime.h>
 
 #include "core/env.h"
@@ -95,6 +96,10 @@ Status launch_kq_quantized(const DeviceMatrix& w, const int8_t* xq, const KxBloc
   if (!kq_force_mma() && kq_lane_takes(w, rows)) {
     Status lane = launch_kq_lane(w, xq, kx, out, accumulate, stream);
     if (lane.code() != StatusCode::kUnsupported) return lane;
+  }
+  if (rows >= 2 && kq_wgmma_selected()) {
+    Status wg = launch_kq_wgmma(w, xq, kx, rows, out, out_stride, accumulate, stream);
+    if (wg.code() != StatusCode::kUnsupported) return wg;
   }
   if (rows <= kKqDp4aMaxRows && !kq_force_mma() && kq_kernel_kquant(w.type) && rows <= kq_dp4a_rows()) {
     return launch_kq_dp4a(w, xq, kx, rows, out, out_stride, accumulate, stream);
