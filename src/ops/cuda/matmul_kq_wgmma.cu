@@ -63,7 +63,7 @@ struct WgSmem {
   static constexpr int kElems = NC / 2;  // accumulator elements a thread holds
   static constexpr int kXBytes = 2 * NC * 128;
   static constexpr int kWBytes = kTileRows * WgFmt<k5Bit>::kBlockBytes;
-  static constexpr int kKBytes = NC * 16;
+  static constexpr int kKBytes = NC * 32;  // whole KxBlocks
   static constexpr int kX = 0;
   static constexpr int kW = kX + kStages * kXBytes;
   static constexpr int kK = kW + kStages * kWBytes;
@@ -129,8 +129,11 @@ __device__ __forceinline__ void prefetch_weights_wg_tma(const CUtensorMap* tw, i
 // Grid: kSplit x n_groups x n_tiles blocks in clusters of kSplit along x (block x = (tile * n_groups + group) *
 // kSplit + rank). tw: the weights as [n_out][row_bytes] bytes, boxes of 64 rows x one block; tx: the codes as
 // [n_in / 128][rows][128], boxes of 2 x NC x 128, swizzled; tk: the KxBlocks as [rows][n_blocks * 32] bytes,
-// boxes of NC x 16 (d8 and the shifts).
-template <bool k5Bit, int NC, int kStages>
+// boxes of NC x 32. kMinMma: the min term sum_j m_j Q_j by a third MMA per sub-block (A: the min broadcast over
+// the sub-block's k), else by four __dp2a per element from the staged KxBlocks' qsums (the same integer): the
+// tensor core or the ALU, whichever binds (three MMAs a sub-block at 64 columns take longer than the block's
+// weight bytes at the copy rate).
+template <bool k5Bit, int NC, int kStages, bool kMinMma>
 __global__ void __launch_bounds__(kThreads, 1)
     kq_wg_kernel(const __grid_constant__ CUtensorMap tw, const __grid_constant__ CUtensorMap tx,
                  const __grid_constant__ CUtensorMap tk, int64_t n_out, int n_blocks, int rows, int n_groups,
@@ -203,10 +206,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         qh1[0] = *reinterpret_cast<const uint32_t*>(w1 + 16 + 4 * t);
         qh1[1] = *reinterpret_cast<const uint32_t*>(w1 + 32 + 4 * t);
       }
+      constexpr int kKeep = kMinMma ? 12 : 8;
       int lo[E], hi[E], mn[E];
-      uint32_t keep[12];  // the previous sub-block's A fragments, live until its MMAs finish
+      uint32_t keep[kKeep];  // the previous sub-block's A fragments, live until its MMAs finish
 #pragma unroll
-      for (int i = 0; i < 12; ++i) keep[i] = 0;
+      for (int i = 0; i < kKeep; ++i) keep[i] = 0;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int c = j >> 1, h = j & 1;
@@ -238,20 +242,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_fence();
         wgmma_u8s8(lo, a_lo, desc, j > 0);
         wgmma_u8s8(hi, a_hi, desc, j > 0);
-        wgmma_u8s8(mn, a_mn, desc, j > 0);
+        if constexpr (kMinMma) wgmma_u8s8(mn, a_mn, desc, j > 0);
         wgmma_commit();
         wgmma_wait<1>(keep);  // the previous sub-block's MMAs are done: its fragments may be overwritten
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           keep[i] = a_lo[i];
           keep[4 + i] = a_hi[i];
-          keep[8 + i] = a_mn[i];
+          if constexpr (kMinMma) keep[8 + i] = a_mn[i];
         }
       }
       wgmma_wait<0>(keep);
       wgmma_fence_operands(lo);
       wgmma_fence_operands(hi);
-      wgmma_fence_operands(mn);
+      if constexpr (kMinMma) wgmma_fence_operands(mn);
       // The block's canonical value per element (kq_canon.h: T = (sum sc_j S_j) << 3, M = (sum m_j Q_j) << 3).
       const float dw0 = __half2float(__ushort_as_half(static_cast<unsigned short>(h0.x & 0xFFFF)));
       const float dm0 = __half2float(__ushort_as_half(static_cast<unsigned short>(h0.x >> 16)));
@@ -259,8 +263,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       const float dm1 = __half2float(__ushort_as_half(static_cast<unsigned short>(h1.x >> 16)));
 #pragma unroll
       for (int i = 0; i < NC / 8; ++i) {
-        const float d8a = reinterpret_cast<const KxBlock*>(ks + (8 * i + 2 * t) * 16)->d8;
-        const float d8b = reinterpret_cast<const KxBlock*>(ks + (8 * i + 2 * t + 1) * 16)->d8;
+        const KxBlock* ka = reinterpret_cast<const KxBlock*>(ks) + 8 * i + 2 * t;
+        const float d8a = ka[0].d8, d8b = ka[1].d8;
+        if constexpr (!kMinMma) {
+          // M << 3 = sum_j m_j qsum_j (the qsums carry the << 3), two sub-blocks a __dp2a.
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const int* qs = reinterpret_cast<const int*>(ka[q & 1].qsum);  // 4-byte aligned: offset 12
+            const uint32_t(&m)[2] = q >> 1 ? mn1 : mn0;
+            int acc = __dp2a_lo(qs[0], static_cast<int>(m[0]), 0);
+            acc = __dp2a_hi(qs[1], static_cast<int>(m[0]), acc);
+            acc = __dp2a_lo(qs[2], static_cast<int>(m[1]), acc);
+            mn[4 * i + q] = __dp2a_hi(qs[3], static_cast<int>(m[1]), acc) >> kq::kMaxShift;  // exact: a multiple of 8
+          }
+        }
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const int e = 4 * i + q;
@@ -318,30 +334,41 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (split > 1) cluster_sync();  // the peers' buffers stay until every block has read them
 }
 
-// SAKER_CUDA_MATMUL=kqwg (split chosen to fill the device), kqwg1 / 2 / 4 / 8 (a fixed split), kqwg32 (column
-// groups of at most 32): 0 when unset or another mode.
-int wg_mode() {
-  static const int mode = [] {
+// SAKER_CUDA_MATMUL=kqwg[c][N]: on; c: the min term on the ALU (kMinMma off); N: 1 / 2 / 4 / 8 fix the cluster
+// split (else the smallest that fills the device), 32 takes column groups of at most 32.
+struct WgMode {
+  bool on = false, cores = false;
+  int n = 0;
+};
+const WgMode& wg_mode() {
+  static const WgMode mode = [] {
+    WgMode m;
     const char* v = debug_env().cuda_matmul;
-    if (v == nullptr || std::strncmp(v, "kqwg", 4) != 0) return 0;
-    if (v[4] == '\0') return -1;
-    return std::atoi(v + 4);
+    if (v == nullptr || std::strncmp(v, "kqwg", 4) != 0) return m;
+    m.on = true;
+    v += 4;
+    if (*v == 'c') {
+      m.cores = true;
+      ++v;
+    }
+    m.n = std::atoi(v);
+    return m;
   }();
   return mode;
 }
 
-template <bool k5Bit, int NC, int kStages>
+template <bool k5Bit, int NC, int kStages, bool kMinMma>
 Result<int64_t> wg_resident(int device) {
   static std::atomic<int64_t> cache[64] = {};
+  constexpr auto kernel = kq_wg_kernel<k5Bit, NC, kStages, kMinMma>;
   return once_per_device(cache, device, [&]() -> Result<int64_t> {
     constexpr int kSmem = WgSmem<k5Bit, NC, kStages>::kBytes;
-    SAKER_CUDA_RETURN_IF_ERROR(
-        cudaFuncSetAttribute(kq_wg_kernel<k5Bit, NC, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    return resident_blocks(kq_wg_kernel<k5Bit, NC, kStages>, kThreads, kSmem, device);
+    SAKER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    return resident_blocks(kernel, kThreads, kSmem, device);
   });
 }
 
-template <bool k5Bit, int NC, int kStages>
+template <bool k5Bit, int NC, int kStages, bool kMinMma>
 Status launch_wg(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                  int64_t out_stride, bool accumulate, cudaStream_t stream, int device) {
   using L = WgSmem<k5Bit, NC, kStages>;
@@ -373,14 +400,14 @@ Status launch_wg(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int
   kt.dims[0] = static_cast<uint64_t>(n_blocks) * sizeof(KxBlock);
   kt.dims[1] = static_cast<uint64_t>(rows);
   kt.strides[0] = static_cast<uint64_t>(n_blocks) * sizeof(KxBlock);
-  kt.box[0] = 16;
+  kt.box[0] = 32;
   kt.box[1] = NC;
   SAKER_ASSIGN_OR_RETURN(const CUtensorMap tk, encode_tensor_map(kt));
 
   const int n_groups = static_cast<int>((rows + NC - 1) / NC);
   const int64_t units = (w.n_out + kTileRows - 1) / kTileRows * n_groups;
-  SAKER_ASSIGN_OR_RETURN(const int64_t resident, (wg_resident<k5Bit, NC, kStages>(device)));
-  int split = wg_mode() > 0 ? wg_mode() : 0;
+  SAKER_ASSIGN_OR_RETURN(const int64_t resident, (wg_resident<k5Bit, NC, kStages, kMinMma>(device)));
+  int split = wg_mode().n;
   if (split != 1 && split != 2 && split != 4 && split != 8) {
     // The smallest split that gives every resident block slot a block (one wave), at most eight.
     split = 1;
@@ -401,25 +428,35 @@ Status launch_wg(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = 2;
-  SAKER_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kq_wg_kernel<k5Bit, NC, kStages>, tw, tx, tk, w.n_out,
+  SAKER_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kq_wg_kernel<k5Bit, NC, kStages, kMinMma>, tw, tx, tk, w.n_out,
                                                 n_blocks, static_cast<int>(rows), n_groups, split, out, out_stride,
                                                 accumulate ? 1 : 0));
   return Status{};
 }
 
+// Column groups of 16 up to 16 rows, 32 up to 32, else 64 (two of 32 with kqwg32).
+template <bool k5Bit, bool kMinMma>
+Status launch_wg_cols(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
+                      int64_t out_stride, bool accumulate, cudaStream_t stream, int device) {
+  if (rows <= 16) {
+    return launch_wg<k5Bit, 16, 4, kMinMma>(w, xq, kx, rows, out, out_stride, accumulate, stream, device);
+  }
+  if (rows <= 32 || wg_mode().n == 32) {
+    return launch_wg<k5Bit, 32, 4, kMinMma>(w, xq, kx, rows, out, out_stride, accumulate, stream, device);
+  }
+  return launch_wg<k5Bit, 64, 3, kMinMma>(w, xq, kx, rows, out, out_stride, accumulate, stream, device);
+}
+
 template <bool k5Bit>
 Status launch_wg_for(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                      int64_t out_stride, bool accumulate, cudaStream_t stream, int device) {
-  if (rows <= 16) return launch_wg<k5Bit, 16, 4>(w, xq, kx, rows, out, out_stride, accumulate, stream, device);
-  if (rows <= 32 || wg_mode() == 32) {
-    return launch_wg<k5Bit, 32, 4>(w, xq, kx, rows, out, out_stride, accumulate, stream, device);
-  }
-  return launch_wg<k5Bit, 64, 3>(w, xq, kx, rows, out, out_stride, accumulate, stream, device);
+  if (wg_mode().cores) return launch_wg_cols<k5Bit, false>(w, xq, kx, rows, out, out_stride, accumulate, stream, device);
+  return launch_wg_cols<k5Bit, true>(w, xq, kx, rows, out, out_stride, accumulate, stream, device);
 }
 
 }  // namespace
 
-bool kq_wgmma_selected() { return wg_mode() != 0; }
+bool kq_wgmma_selected() { return wg_mode().on; }
 
 Status launch_kq_wgmma(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int64_t rows, float* out,
                        int64_t out_stride, bool accumulate, cudaStream_t stream) {
