@@ -5,7 +5,8 @@
 // step between core matrices along k and which the step between groups of 8 n-rows is the thing to learn, so
 // both readings are tried and the one whose products equal the CPU's is the layout to build the verify kernel
 // on (docs/performance.md, "where the time goes": 16-64 rows on warpgroup MMA).
-//   wgmma_probe            prints, for N = 16 and 64 and each reading, the wrong elements of 64 x N
+//   wgmma_probe            prints, for N = 16 and 64 and each reading (and the 128-byte swizzled layout the
+//                          K-quant kernel reads, at two k-steps), the wrong elements of 64 x N
 // Needs an sm_90a build (the default CMAKE_CUDA_ARCHITECTURES); elsewhere it says so and exits 2.
 #include <cuda_runtime.h>
 
@@ -29,15 +30,31 @@ __device__ __forceinline__ uint64_t smem_desc(const void* p, uint32_t lbo, uint3
          (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32);
 }
 
+// The descriptor of a K-major operand under the 128-byte swizzle (rows of 128 bytes, 8-row groups 1024 apart).
+__device__ __forceinline__ uint64_t smem_desc_sw128(const void* p) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  return static_cast<uint64_t>((addr >> 4) & 0x3FFF) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) |
+         (uint64_t{1} << 62);
+}
+
 // One warpgroup. a: [64, 32] row-major; b: [N, 32] (row n holds column n of B, its 32 k-bytes); c: [64, N].
+// koff < 0: no swizzle, B's core matrices as below, descriptor offsets lbo / sbo. koff 0, 32, 64, 96: B as a TMA
+// copy with the 128-byte swizzle leaves it (row n a 128-byte line, its 16-byte chunk c at c ^ (n % 8)), the 32
+// k-bytes at bytes koff .. koff + 31 of each line and the descriptor's start koff bytes into the buffer: the
+// layout and k-step addressing of the K-quant kernel (ops/cuda/matmul_kq_wgmma.cu).
 template <int N>
-__global__ void __launch_bounds__(128) probe_kernel(const int8_t* a, const int8_t* b, int32_t* c, uint32_t lbo,
-                                                    uint32_t sbo) {
+__global__ void __launch_bounds__(128)
+    probe_kernel(const int8_t* a, const int8_t* b, int32_t* c, uint32_t lbo, uint32_t sbo, int koff) {
   // Core matrix (n-group g, k-half h) at byte 128 (2 g + h): its row r = n 8 g + r, bytes k 16 h .. 16 h + 15.
-  __shared__ __align__(128) int8_t bs[N * 32];
+  __shared__ __align__(1024) int8_t bs[N * 128];
   for (int i = threadIdx.x; i < N * 32; i += 128) {
     const int n = i / 32, k = i % 32;
-    bs[(2 * (n / 8) + k / 16) * 128 + (n % 8) * 16 + k % 16] = b[n * 32 + k];
+    if (koff < 0) {
+      bs[(2 * (n / 8) + k / 16) * 128 + (n % 8) * 16 + k % 16] = b[n * 32 + k];
+    } else {
+      const int byte = koff + k;
+      bs[n * 128 + (((byte >> 4) ^ (n & 7)) << 4) + (byte & 15)] = b[n * 32 + k];
+    }
   }
 #ifdef PROBE_WGMMA
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic-proxy writes, read by the async proxy
@@ -52,7 +69,7 @@ __global__ void __launch_bounds__(128) probe_kernel(const int8_t* a, const int8_
   for (int i = 0; i < N / 2; ++i) d[i] = 0;
 #ifdef PROBE_WGMMA
   if (threadIdx.x == 0) g_built = 1;
-  const uint64_t desc = smem_desc(bs, lbo, sbo);
+  const uint64_t desc = koff < 0 ? smem_desc(bs, lbo, sbo) : smem_desc_sw128(bs + koff);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
   if constexpr (N == 16) {
     asm volatile(
@@ -98,7 +115,7 @@ __global__ void __launch_bounds__(128) probe_kernel(const int8_t* a, const int8_
   } while (0)
 
 template <int N>
-int run(uint32_t lbo, uint32_t sbo, bool* built, int* wrong_out) {
+int run(uint32_t lbo, uint32_t sbo, int koff, bool* built, int* wrong_out) {
   std::mt19937 rng(7 + N);
   std::uniform_int_distribution<int> dist(-128, 127);
   std::vector<int8_t> a(64 * 32), b(N * 32);
@@ -122,7 +139,7 @@ int run(uint32_t lbo, uint32_t sbo, bool* built, int* wrong_out) {
   CHECK(cudaMemset(dc, 0, got.size() * sizeof(int32_t)));
   int zero = 0;
   CHECK(cudaMemcpyToSymbol(g_built, &zero, sizeof(int)));
-  probe_kernel<N><<<1, 128>>>(da, db, dc, lbo, sbo);
+  probe_kernel<N><<<1, 128>>>(da, db, dc, lbo, sbo, koff);
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
   CHECK(cudaMemcpy(got.data(), dc, got.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
@@ -159,15 +176,22 @@ int main() {
   // Core matrices 128 bytes apart along k (the two halves of k32) and 256 bytes apart along n: the two readings.
   const struct {
     uint32_t lbo, sbo;
+    int koff;
     const char* what;
-  } readings[] = {{128, 256, "leading = along k, stride = along n"}, {256, 128, "leading = along n, stride = along k"}};
+  } readings[] = {{128, 256, -1, "leading = along k, stride = along n"},
+                  {256, 128, -1, "leading = along n, stride = along k"},
+                  {0, 0, 0, "128-byte swizzle, k-step at byte 0"},
+                  {0, 0, 96, "128-byte swizzle, k-step at byte 96"}};
   int passed = 0;
   std::printf("| N | descriptor | wrong of 64 x N |\n|---|---|---|\n");
   for (const auto& r : readings) {
     for (int n : {16, 64}) {
       bool built = false;
       int wrong = 0;
-      if ((n == 16 ? run<16>(r.lbo, r.sbo, &built, &wrong) : run<64>(r.lbo, r.sbo, &built, &wrong)) != 0) return 1;
+      if ((n == 16 ? run<16>(r.lbo, r.sbo, r.koff, &built, &wrong) : run<64>(r.lbo, r.sbo, r.koff, &built, &wrong)) !=
+          0) {
+        return 1;
+      }
       if (!built) {
         std::printf("wgmma_probe: built without sm_90a code (CMAKE_CUDA_ARCHITECTURES 90a)\n");
         return 2;
@@ -176,6 +200,6 @@ int main() {
       passed += wrong == 0;
     }
   }
-  std::printf("wgmma_probe: %d of 4 cases exact\n", passed);
-  return passed >= 2 ? 0 : 1;
+  std::printf("wgmma_probe: %d of 8 cases exact\n", passed);
+  return passed >= 6 ? 0 : 1;
 }
