@@ -16,7 +16,8 @@
 // rows a warp, so at 16-64 rows it is latency-bound (docs/performance.md); here B never passes through
 // registers, a block's 64 rows share each staged activation byte, and the MMAs run while the warps unpack
 // the next sub-block's codes.
-// Selected with SAKER_CUDA_MATMUL=kqwg (kqwg1 / kqwg2 / kqwg4 / kqwg8 fix the cluster split) until measured.
+// Opt-in (SAKER_CUDA_MATMUL=kqwg*, below): exact, but measured slower than matmul_kq_mma.cu at 2-64 rows on an
+// H100 (a block's sub-blocks wait on their MMAs one at a time; docs/performance.md, stop 47).
 #include <cuda_runtime.h>
 
 #include <atomic>
