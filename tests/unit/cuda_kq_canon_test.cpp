@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -78,6 +79,47 @@ TEST(KqCanon, StreamsCombineInTheFixedTree) {
   const float want = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   EXPECT_EQ(kq::combine_streams(s), want);
   EXPECT_NE(kq::combine_streams(s), ((((((s[0] + s[1]) + s[2]) + s[3]) + s[4]) + s[5]) + s[6]) + s[7]);
+}
+
+// A kernel that owns whole streams (the warpgroup-MMA one) walks them one after the other and folds each into the
+// tree as it ends; split over 1, 2, 4 or 8 blocks of a cluster, whose subtrees meet pairwise. Every split gives
+// combine_streams's bits, and span_block lists each span's blocks stream by stream.
+TEST(KqCanon, StreamsFoldedOneAtATimeAndSplitAcrossBlocksGiveTheTreesBits) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    float s[kq::kStreams];
+    // Magnitudes far apart, so that another order would round differently.
+    for (int i = 0; i < kq::kStreams; ++i) s[i] = u(rng) * std::ldexp(1.0f, (i * 7 + trial) % 24 - 12);
+    const float want = kq::combine_streams(s);
+    for (const int split : {1, 2, 4, 8}) {
+      const int span = kq::kStreams / split;
+      float parts[kq::kStreams];
+      for (int r = 0; r < split; ++r) {
+        float slots[3] = {0.0f, 0.0f, 0.0f};
+        float sum = 0.0f;
+        int done = 0;
+        for (int leaf = 0; leaf < span; ++leaf) {
+          done += kq::fold_stream(
+              leaf, span, s[r * span + leaf], [&](int level) -> float& { return slots[level]; }, &sum);
+        }
+        ASSERT_EQ(done, 1) << "the span's sum comes once, at its last stream";
+        parts[r] = sum;
+      }
+      const float got = kq::combine_spans(parts, split);
+      EXPECT_EQ(std::memcmp(&got, &want, sizeof(float)), 0) << "split " << split << " trial " << trial;
+    }
+  }
+  // 19 blocks (streams 0-2 have three, 3-7 two) over spans of two streams: stream 2's blocks, then stream 3's.
+  EXPECT_EQ(kq::span_block(0, 2, 2, 19), 2);
+  EXPECT_EQ(kq::span_block(2, 2, 2, 19), 18);
+  EXPECT_EQ(kq::span_block(3, 2, 2, 19), 3);
+  EXPECT_EQ(kq::span_block(4, 2, 2, 19), 11);
+  EXPECT_EQ(kq::span_block(5, 2, 2, 19), -1);
+  // Fewer blocks than streams: the empty streams have none.
+  EXPECT_EQ(kq::span_block(0, 4, 4, 3), -1);
+  EXPECT_EQ(kq::span_block(2, 0, 4, 3), 2);
+  EXPECT_EQ(kq::span_block(3, 0, 4, 3), -1);
 }
 
 }  // namespace

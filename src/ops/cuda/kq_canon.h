@@ -107,6 +107,40 @@ SAKER_HD float combine_streams(const float (&s)[kStreams]) {
   return fadd(fadd(fadd(s[0], s[1]), fadd(s[2], s[3])), fadd(fadd(s[4], s[5]), fadd(s[6], s[7])));
 }
 
+// The same order for a kernel that owns whole streams (matmul_kq_wgmma.cu): it walks a span of 2^L streams
+// [s_lo, s_lo + span) one after the other, and span_block names its k-th weight block (stream s: blocks s,
+// s + 8, ... below n_blocks); -1 past the end.
+SAKER_HD int span_block(int k, int s_lo, int span, int n_blocks) {
+  for (int s = s_lo; s < s_lo + span; ++s) {
+    const int count = s < n_blocks ? (n_blocks - s + kStreams - 1) / kStreams : 0;
+    if (k < count) return s + kStreams * k;
+    k -= count;
+  }
+  return -1;
+}
+// Stream `leaf` of the span (its value v) joins the span's part of the tree as a binary counter: a partial sum of
+// level l waits in slot(l) (a float&) until its right neighbour of the same level arrives (left + right, as
+// combine_streams). After the span's last stream, *sum holds the span's subtree and the result is true.
+template <class Slot>
+SAKER_HD bool fold_stream(int leaf, int span, float v, Slot&& slot, float* sum) {
+  int level = 0;
+  for (; (leaf >> level) & 1; ++level) v = fadd(slot(level), v);
+  if (leaf + 1 == span) {
+    *sum = v;
+    return true;
+  }
+  slot(level) = v;
+  return false;
+}
+// The subtrees of n spans (n a power of two, spans in stream order) in the tree: pairs, then pairs of pairs.
+// Overwrites v[0 .. n / 2).
+SAKER_HD float combine_spans(float* v, int n) {
+  for (; n > 1; n >>= 1) {
+    for (int q = 0; q < n / 2; ++q) v[q] = fadd(v[2 * q], v[2 * q + 1]);
+  }
+  return v[0];
+}
+
 // Host quantisation of one 256-element block, as the device kernel does it (tests use it as the oracle). A
 // row's last block may hold fewer elements (`valid`, a multiple of 32): its absent sub-blocks count as zeros
 // and their codes are not written.

@@ -77,17 +77,6 @@ struct WgSmem {
 
 extern __shared__ __align__(1024) uint8_t kq_wg_smem[];
 
-// The k-th weight block (in this block's order: its streams one after the other, stream s taking blocks s,
-// s + 8, ...) of a span of streams starting at s_lo; -1 past the end.
-__device__ __forceinline__ int nth_block(int k, int s_lo, int span, int n_blocks) {
-  for (int s = s_lo; s < s_lo + span; ++s) {
-    const int count = s < n_blocks ? (n_blocks - s + kq::kStreams - 1) / kq::kStreams : 0;
-    if (k < count) return s + kq::kStreams * k;
-    k -= count;
-  }
-  return -1;
-}
-
 // Every block of the cluster arrives; their earlier shared-memory writes are visible to the others after it.
 __device__ __forceinline__ void cluster_sync() {
 #ifdef SAKER_WGMMA_DEVICE
@@ -118,7 +107,7 @@ __device__ __forceinline__ void prefetch_weights_wg_tma(const CUtensorMap* tw, i
     mbar_init_fence();
     fence_proxy_async_smem();
     for (int st = 0; st + 1 < L::kStages; ++st) {
-      const int b = nth_block(st, s_lo, span, n_blocks);
+      const int b = kq::span_block(st, s_lo, span, n_blocks);
       if (b < 0) break;
       mbar_arrive_expect_tx(bars + st, L::kXBytes + L::kWBytes + L::kKBytes);
       tma_load_2d(kq_wg_smem + L::kW + st * L::kWBytes, tw, b * L::kBlockBytes, tile * kTileRows, bars + st);
@@ -157,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Thread 0's copies of block k (in this block's order) into stage k % kStages; the weights of the first
   // kStages - 1 went out before the wait.
   auto issue = [&](int k, bool weights) {
-    const int b = nth_block(k, s_lo, span, n_blocks);
+    const int b = kq::span_block(k, s_lo, span, n_blocks);
     if (b < 0) return;
     const int st = k % kStages;
     uint64_t* bar = bars + st;
@@ -289,20 +278,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       __syncthreads();  // every thread is done with this stage before thread 0 copies into it again
     }
-    // Leaf `leaf` of the span's tree, folded in as a binary counter: a pending partial sum of level l waits in
-    // slot l until its right neighbour of the same level arrives (left + right, as combine_streams).
-    int level = 0;
-    while ((leaf >> level) & 1) {
+    // The stream joins the span's subtree (kq_canon.h), pending partial sums in shared memory.
 #pragma unroll
-      for (int e = 0; e < E; ++e) cur[e] = kq::fadd(slots[(level * E + e) * kThreads + tid], cur[e]);
-      ++level;
-    }
-    if (leaf + 1 < span) {
-#pragma unroll
-      for (int e = 0; e < E; ++e) slots[(level * E + e) * kThreads + tid] = cur[e];
-    } else {
-#pragma unroll
-      for (int e = 0; e < E; ++e) fin[e] = cur[e];
+    for (int e = 0; e < E; ++e) {
+      kq::fold_stream(
+          leaf, span, cur[e], [&](int level) -> float& { return slots[(level * E + e) * kThreads + tid]; }, &fin[e]);
     }
   }
 
@@ -320,10 +300,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (split > 1) {
       float v[kq::kStreams];
       for (int q = 0; q < split; ++q) v[q] = load_peer(exchange + e * kThreads + tid, static_cast<uint32_t>(q));
-      for (int n = split; n > 1; n >>= 1) {
-        for (int q = 0; q < n / 2; ++q) v[q] = kq::fadd(v[2 * q], v[2 * q + 1]);
-      }
-      y = v[0];
+      y = kq::combine_spans(v, split);
     }
     const int64_t o = static_cast<int64_t>(tile) * kTileRows + ((e >> 1) & 1 ? r1 : r0);
     const int col = col0 + 8 * (e >> 2) + 2 * t + (e & 1);
