@@ -66,22 +66,33 @@ __device__ __forceinline__ void prefetch_weights_l2(const uint8_t* w, int64_t ro
   prefetch_weights_l2(w + first * row_bytes, (n_out - first < count ? n_out - first : count) * row_bytes);
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...), chained after the stream's previous kernel when enabled.
-// Like <<< >>>, a failed launch is left for cudaGetLastError(), which every launch site checks next.
+// launch_chained with the blocks in clusters of cluster_x along x (grid.x a multiple of it; 1: no clusters).
 template <typename... Params, typename... Args>
-void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                    Args&&... args) {
-  cudaLaunchAttribute attr[1];
+void launch_chained_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                            unsigned cluster_x, Args&&... args) {
+  cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = chained_launches_enabled() ? 1 : 0;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = cluster_x;
+  attr[1].val.clusterDim.y = 1;
+  attr[1].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.numAttrs = cluster_x > 1 ? 2 : 1;
   (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), chained after the stream's previous kernel when enabled.
+// Like <<< >>>, a failed launch is left for cudaGetLastError(), which every launch site checks next.
+template <typename... Params, typename... Args>
+void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                    Args&&... args) {
+  launch_chained_cluster(kernel, grid, block, smem, stream, 1u, std::forward<Args>(args)...);
 }
 
 }  // namespace saker::cuda

@@ -139,10 +139,8 @@ struct KqMinFmt {
     // The 6-bit scales and mins of q8::k_scale_min_sel, four bytes a word at once (a per-sub-block unpack
     // was about a fifth of the kernel's instructions): sub-blocks 0-3 keep the low 6 bits of bytes 0-3 / 4-7;
     // 4-7 take a nibble of bytes 8-11 and the top 2 bits of bytes 0-3 / 4-7.
-    r.sc[0] = hdr.y & 0x3F3F3F3Fu;
-    r.mn[0] = hdr.z & 0x3F3F3F3Fu;
-    r.sc[1] = (hdr.w & 0x0F0F0F0Fu) | ((hdr.y >> 2) & 0x30303030u);
-    r.mn[1] = ((hdr.w >> 4) & 0x0F0F0F0Fu) | ((hdr.z >> 2) & 0x30303030u);
+    const kq_f16::ScaleWords words = kq_f16::unpack_scales(hdr.y, hdr.z, hdr.w);
+    r.sc[0] = words.sc[0], r.sc[1] = words.sc[1], r.mn[0] = words.mn[0], r.mn[1] = words.mn[1];
     if constexpr (k5Bit) {
       const uint2 v = *reinterpret_cast<const uint2*>(s + 16 + 8 * t);
       r.h[0] = v.x;

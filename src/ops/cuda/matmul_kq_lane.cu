@@ -33,6 +33,7 @@
 #include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
+#include "ops/cuda/kq_f16_layout.h"
 #include "ops/cuda/resident_blocks.h"
 
 namespace saker::cuda::detail {
@@ -89,9 +90,8 @@ __device__ __forceinline__ float q4k_block_value(const uint8_t* blk, const uint8
   const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
   // Eight 6-bit scales and mins as bytes (kq_canon.h, llama.cpp's get_scale_min_k4): sub-blocks 0-3 in the
   // low six bits of words 1 and 2, 4-7 from word 3's nibbles and the top two bits of words 1 and 2.
-  const uint32_t sc_lo = hdr.y & 0x3F3F3F3Fu, m_lo = hdr.z & 0x3F3F3F3Fu;
-  const uint32_t sc_hi = (hdr.w & 0x0F0F0F0Fu) | ((hdr.y >> 2) & 0x30303030u);
-  const uint32_t m_hi = ((hdr.w >> 4) & 0x0F0F0F0Fu) | ((hdr.z >> 2) & 0x30303030u);
+  const kq_f16::ScaleWords words = kq_f16::unpack_scales(hdr.y, hdr.z, hdr.w);
+  const uint32_t sc_lo = words.sc[0], m_lo = words.mn[0], sc_hi = words.sc[1], m_hi = words.mn[1];
   int a = 0;  // sum of sc_j * S_j over the low-nibble sub-blocks (j even)
   int b = 0;  // sum of sc_j * 16 S_j over the high-nibble ones (their codes read in place, times 16)
 #pragma unroll

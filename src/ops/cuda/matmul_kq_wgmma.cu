@@ -29,6 +29,7 @@
 #include "ops/cuda/chained_launch.cuh"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kq_device.cuh"
+#include "ops/cuda/kq_f16_layout.h"
 #include "ops/cuda/matmul_internal.cuh"
 #include "ops/cuda/resident_blocks.h"
 #include "ops/cuda/tensor_map.h"
@@ -94,6 +95,15 @@ __device__ __forceinline__ float load_peer(const float* p, uint32_t rank) {
   return v;
 }
 
+// Thread 0's copy of block b's 64 weight rows of the tile into stage st, announcing the whole stage's bytes
+// (weights, activation codes, KxBlocks) on its barrier.
+template <class L>
+__device__ __forceinline__ void copy_stage_weights(const CUtensorMap* tw, int st, int b, int tile) {
+  uint64_t* bar = reinterpret_cast<uint64_t*>(kq_wg_smem + L::kBars) + st;
+  mbar_arrive_expect_tx(bar, L::kXBytes + L::kWBytes + L::kKBytes);
+  tma_load_2d(kq_wg_smem + L::kW + st * L::kWBytes, tw, b * L::kBlockBytes, tile * kTileRows, bar);
+}
+
 // Thread 0 readies the stage barriers and starts the weight copies of the first kStages - 1 blocks (weights
 // never depend on the kernel before), each barrier counting its stage's activation bytes too, which go out
 // after the chained-launch wait; the barrier before the wait orders the initialisation before every thread's
@@ -109,8 +119,7 @@ __device__ __forceinline__ void prefetch_weights_wg_tma(const CUtensorMap* tw, i
     for (int st = 0; st + 1 < L::kStages; ++st) {
       const int b = kq::span_block(st, s_lo, span, n_blocks);
       if (b < 0) break;
-      mbar_arrive_expect_tx(bars + st, L::kXBytes + L::kWBytes + L::kKBytes);
-      tma_load_2d(kq_wg_smem + L::kW + st * L::kWBytes, tw, b * L::kBlockBytes, tile * kTileRows, bars + st);
+      copy_stage_weights<L>(tw, st, b, tile);
     }
   }
   __syncthreads();
@@ -152,8 +161,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint64_t* bar = bars + st;
     if (weights) {
       fence_proxy_async_smem();  // every thread's reads of this stage (ordered by the barrier before) come first
-      mbar_arrive_expect_tx(bar, L::kXBytes + L::kWBytes + L::kKBytes);
-      tma_load_2d(kq_wg_smem + L::kW + st * L::kWBytes, &tw, b * F::kBlockBytes, tile * kTileRows, bar);
+      copy_stage_weights<L>(&tw, st, b, tile);
     }
     tma_load_3d(kq_wg_smem + L::kX + st * L::kXBytes, &tx, 0, col0, 2 * b, bar);
     tma_load_2d(kq_wg_smem + L::kK + st * L::kKBytes, &tk, b * 32, col0, bar);
@@ -181,13 +189,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint8_t* ks = kq_wg_smem + L::kK + st * L::kKBytes;
       const uint8_t* w0 = ws + r0 * F::kBlockBytes;
       const uint8_t* w1 = ws + r1 * F::kBlockBytes;
-      // Row headers: f16 d, f16 dmin, then the 6-bit scales and mins (q8::k_scale_min_sel) four at a time.
+      // Row headers: f16 d, f16 dmin, then the 6-bit scales and mins four at a time.
       const uint4 h0 = *reinterpret_cast<const uint4*>(w0);
       const uint4 h1 = *reinterpret_cast<const uint4*>(w1);
-      const uint32_t sc0[2] = {h0.y & 0x3F3F3F3Fu, (h0.w & 0x0F0F0F0Fu) | ((h0.y >> 2) & 0x30303030u)};
-      const uint32_t mn0[2] = {h0.z & 0x3F3F3F3Fu, ((h0.w >> 4) & 0x0F0F0F0Fu) | ((h0.z >> 2) & 0x30303030u)};
-      const uint32_t sc1[2] = {h1.y & 0x3F3F3F3Fu, (h1.w & 0x0F0F0F0Fu) | ((h1.y >> 2) & 0x30303030u)};
-      const uint32_t mn1[2] = {h1.z & 0x3F3F3F3Fu, ((h1.w >> 4) & 0x0F0F0F0Fu) | ((h1.z >> 2) & 0x30303030u)};
+      const kq_f16::ScaleWords s0w = kq_f16::unpack_scales(h0.y, h0.z, h0.w);
+      const kq_f16::ScaleWords s1w = kq_f16::unpack_scales(h1.y, h1.z, h1.w);
+      const uint32_t(&sc0)[2] = s0w.sc;
+      const uint32_t(&mn0)[2] = s0w.mn;
+      const uint32_t(&sc1)[2] = s1w.sc;
+      const uint32_t(&mn1)[2] = s1w.mn;
       // Q5_K: the fifth bits of this lane's elements (bytes 4t and 16 + 4t of qh; bit j for sub-block j).
       uint32_t qh0[2] = {0, 0}, qh1[2] = {0, 0};
       if constexpr (k5Bit) {
@@ -392,23 +402,10 @@ Status launch_wg(const DeviceMatrix& w, const int8_t* xq, const KxBlock* kx, int
     while (split < 8 && units * split < resident) split *= 2;
   }
   if (units * split > 0x7FFFFFFF) return make_error(StatusCode::kInvalidArgument, "cuda matmul: n_out too large");
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = chained_launches_enabled() ? 1 : 0;
-  attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = static_cast<unsigned>(split);
-  attr[1].val.clusterDim.y = 1;
-  attr[1].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(units * split));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = L::kBytes;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 2;
-  SAKER_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kq_wg_kernel<k5Bit, NC, kStages, kMinMma>, tw, tx, tk, w.n_out,
-                                                n_blocks, static_cast<int>(rows), n_groups, split, out, out_stride,
-                                                accumulate ? 1 : 0));
+  launch_chained_cluster(kq_wg_kernel<k5Bit, NC, kStages, kMinMma>, static_cast<unsigned>(units * split), kThreads,
+                         L::kBytes, stream, static_cast<unsigned>(split), tw, tx, tk, w.n_out, n_blocks,
+                         static_cast<int>(rows), n_groups, split, out, out_stride, accumulate ? 1 : 0);
+  SAKER_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return Status{};
 }
 
